@@ -222,7 +222,11 @@ export async function openUpstream(
     }
     if (res.status < 400) {
       const encoded = encodedBody(res, call.route.client.label);
-      if (encoded) throw encoded;
+      if (encoded) {
+        // An answer, but none toolproof can read: counted as the relays count it.
+        deps.metrics.upstreamErrors.labels(call.route.name, call.route.client.label, 'bad_response').inc();
+        throw encoded;
+      }
       for (const f of call.onAnswered.splice(0)) f();
       return { kind: 'ok', res, request: current };
     }

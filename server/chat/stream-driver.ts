@@ -55,6 +55,7 @@ import { relayStream } from './stream-relay.js';
 import { discardDecided } from './early-stop.js';
 import { noteTimings } from './prompt-cache.js';
 import { addUsage } from './trace.js';
+import { windowOf } from '../context-window.js';
 
 type Failed = Extract<AttemptReport, { kind: 'failed' }>;
 
@@ -186,7 +187,7 @@ class StreamReader implements LaneSink {
   ) {
     this.label = call.route.client.label;
     this.quiet = new QuietClock(call.route.client.idleMs);
-    this.allowance = eventAllowance(opened.request);
+    this.allowance = eventAllowance(opened.request, windowOf(call.route));
     // (or the same request sent again after a cut: pipeline.ts resendAfterCut)
     this.continues = call.retriesUsed > 0 || call.roleSent;
     this.asked = askedChoices(call.original.n);

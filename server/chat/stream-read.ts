@@ -9,7 +9,12 @@
  * request; the body has no events, so a late socket error cannot become an uncaught exception.
  */
 import { performance } from 'node:perf_hooks';
-import { chunkShapeProblem, type OpenedCalls, upstreamJsonProblem } from '../../protocol/completion-shape.js';
+import {
+  askedChoices,
+  chunkShapeProblem,
+  type OpenedCalls,
+  upstreamJsonProblem,
+} from '../../protocol/completion-shape.js';
 import { ToolproofError } from '../../protocol/errors.js';
 import type { ChatCompletionChunk } from '../../protocol/openai.js';
 import { captureFirstChunk } from '../capture/recorder.js';
@@ -96,35 +101,52 @@ export class QuietClock {
  * How many events a stream may carry for the `max_tokens` it was sent with (the smaller of
  * `max_tokens` and `max_completion_tokens`), times its `n` choices: an event is one token of a
  * choice or more (vLLM, llama-server, SGLang write one per token, or fewer), so twice that, and
- * 64 for the role, finish, usage and [DONE] events. Without a number, no bound (the size bound
- * holds). An upstream that writes on past it ignores its max_tokens (a broken backend, a model
- * looping under ignore_eos): the size bound alone stopped it after 64 MiB, millions of tokens,
- * hours of a GPU's time at a model's pace, all of it for a client that asked for far less.
+ * 64 for the role, finish, usage and [DONE] events. A choice's tokens are at most the model's
+ * `window` when it is known (the YAML's contextWindow or the backend's, server/context-window.ts):
+ * prompt and answer share it (vLLM refuses a max_tokens past it and, without one, stops where it
+ * fills; llama-server stops a slot whose context is full), so a request with no max_tokens, or
+ * one of a billion, is bounded by it too. With neither, no bound (the size bound holds). An
+ * upstream that writes on past it ignores its max_tokens (a broken backend, a model looping under
+ * ignore_eos): the size bound alone stopped it after 64 MiB, millions of tokens, hours of a GPU's
+ * time at a model's pace, all of it for a client that asked for far less.
  */
-export function eventAllowance(request: {
-  max_tokens?: unknown;
-  max_completion_tokens?: unknown;
-  n?: unknown;
-}): {
+export function eventAllowance(
+  request: {
+    max_tokens?: unknown;
+    max_completion_tokens?: unknown;
+    n?: unknown;
+  },
+  window?: number,
+): {
   events: number;
   maxTokens: number;
+  /** Set when the window, not max_tokens, bounds a choice. */
+  window?: number;
 } {
   const limits = [request.max_tokens, request.max_completion_tokens].filter(
     (v): v is number => typeof v === 'number' && Number.isFinite(v) && v > 0,
   );
-  if (limits.length === 0) return { events: Number.POSITIVE_INFINITY, maxTokens: Number.NaN };
-  const maxTokens = Math.min(...limits);
-  const n = typeof request.n === 'number' && Number.isInteger(request.n) && request.n > 1 ? request.n : 1;
-  return { events: 2 * Math.ceil(maxTokens) * n + 64, maxTokens };
+  const asked = limits.length > 0 ? Math.ceil(Math.min(...limits)) : Number.POSITIVE_INFINITY;
+  const known = window !== undefined && Number.isSafeInteger(window) && window > 0 ? window : undefined;
+  if (known === undefined && limits.length === 0)
+    return { events: Number.POSITIVE_INFINITY, maxTokens: Number.NaN };
+  const byWindow = known !== undefined && known < asked;
+  const maxTokens = byWindow ? known : asked;
+  const n = askedChoices(request.n);
+  return { events: 2 * maxTokens * n + 64, maxTokens, ...(byWindow ? { window: known } : {}) };
 }
 
 /** A stream past its eventAllowance: the upstream does not stop where it was asked to. */
 export function pastMaxTokens(
   label: string,
-  allowance: { events: number; maxTokens: number },
+  allowance: { events: number; maxTokens: number; window?: number },
 ): ToolproofError {
+  const bound =
+    allowance.window !== undefined
+      ? `the model's ${allowance.window}-token context window`
+      : `max_tokens ${allowance.maxTokens}`;
   return new ToolproofError('TP_ERR_UPSTREAM_BAD_RESPONSE', {
-    message: `The upstream ${label} sent more than ${allowance.events} events for max_tokens ${allowance.maxTokens}: it did not stop where it was asked to.`,
+    message: `The upstream ${label} sent more than ${allowance.events} events for ${bound}: it did not stop where it was asked to.`,
   });
 }
 

@@ -39,6 +39,7 @@ import {
 import { noteTimings, tokenCount } from './prompt-cache.js';
 import { addUsage } from './trace.js';
 import { captureAttemptEnd, captureRead } from '../capture/recorder.js';
+import { windowOf } from '../context-window.js';
 
 /**
  * One read, fed to the parser in up to three parts, so that whole events are relayed as the
@@ -193,7 +194,7 @@ export function relayStream(
   const parser = new SseParser();
   const quiet = new QuietClock(call.route.client.idleMs);
   // Events read so far, and how many the max_tokens sent allows (eventAllowance).
-  const allowance = eventAllowance(opened.request);
+  const allowance = eventAllowance(opened.request, windowOf(call.route));
   let events = 0;
   // Diagnosis (rawDumpDir): the attempt's upstream events as received.
   const raw: string[] | undefined = deps.dumpRaw ? [] : undefined;

@@ -16,6 +16,7 @@ import { keepSourceText, stringifyJson } from '../../protocol/lossless-json.js';
 import { RequestAbort } from '../abort.js';
 import type { AppState } from '../app-state.js';
 import type { UpstreamTarget } from '../config.js';
+import { tooLarge } from '../chat/attempt.js';
 import { dropAfterDone } from '../chat/stream-read.js';
 import { cutWhenUnread } from '../drain.js';
 import { allowsModel, countAgainstKey, forbiddenModel } from '../keys.js';
@@ -26,9 +27,11 @@ import { canonicalTarget, misspeltOwnRoute } from '../request-target.js';
 import { openAIErrorBody } from '../front-doors/chat/errors.js';
 import { anthropicErrorBody } from '../front-doors/messages/errors.js';
 import { SseDoneScan } from '../sse-done.js';
-import type { UpstreamClient, UpstreamResponse } from '../upstream.js';
+import { toCutError, type UpstreamClient, type UpstreamResponse } from '../upstream.js';
 
 const METHODS: Dispatcher.HttpMethod[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
+/** The most bytes of a declared length read whole before the status goes out (one a request). */
+const WHOLE_BODY = 1 << 20;
 /** Methods that only read: not counted against a key's limits. */
 const READS = new Set(['GET', 'HEAD', 'OPTIONS']);
 /** RFC 9110 §9.2.2: the methods a request can be repeated with. */
@@ -405,6 +408,23 @@ async function relay(state: AppState, request: FastifyRequest, reply: FastifyRep
   request.tp.stream = String(headers['content-type'] ?? '')
     .toLowerCase()
     .startsWith('text/event-stream');
+  // A small body of declared length (a rerank's scores, /tokenize's ids) is read whole before its
+  // status goes out: cut mid-way, the client gets a 502 in the API's shape, not a short body on a
+  // connection cut under a 200. Larger or chunked bodies (audio, a file), and bodies whose echoed
+  // keys are replaced (another length), stream as they come. At most 1 MiB held a request.
+  const declared = res.body.declaredLength;
+  if (!request.tp.stream && !res.body.rewritten && declared >= 0 && declared <= WHOLE_BODY) {
+    let whole: Buffer | null;
+    try {
+      whole = await res.body.bytes(WHOLE_BODY);
+    } catch (err) {
+      throw toCutError(err, target.client.label, 'the response body');
+    }
+    // More than it declared: undici refuses that as it reads, so never here; refused all the same.
+    if (whole === null) throw tooLarge(target.client.label);
+    cutWhenUnread(reply.raw, state.config.clientTimeouts.requestMs);
+    return reply.code(res.status).headers(headers).send(whole);
+  }
   const body = request.tp.stream ? untilDone(res) : res.body;
   // The upstream's length counts its own bytes: an event stream cut at its [DONE], or a body
   // whose echoed key was replaced, is another length. Sent with it, the client waited for bytes

@@ -30,6 +30,7 @@ import { SseDoneScan } from '../sse-done.js';
 import { cutWhenUnread, untilDrainOrClose } from '../drain.js';
 import { toCutError } from '../upstream.js';
 import { completionBody, embeddingBody } from './schemas.js';
+import { windowOf } from '../context-window.js';
 
 /** The stream's last characters kept: its usage chunk (a few hundred bytes) and [DONE] fit. */
 const USAGE_TAIL = 2048;
@@ -176,8 +177,9 @@ export function registerRelayRoutes(app: FastifyInstance, state: AppState): void
       // Comments and blank lines alone are no progress (TOOLPROOF_IDLE_TIMEOUT_MS, as on the front
       // doors): an upstream that only pings held the client's stream and its admission slot for good.
       const quiet = new QuietClock(route.client.idleMs);
-      // Events past what the client's max_tokens allows: the upstream does not stop (eventAllowance).
-      const allowance = eventAllowance(body as Record<string, unknown>);
+      // Events past what the client's max_tokens, or the model's window, allows: the upstream does not
+      // stop (eventAllowance).
+      const allowance = eventAllowance(body as Record<string, unknown>, windowOf(route));
       try {
         for (let read = await reads.next(); !read.done; read = await reads.next()) {
           let buf = read.value as Buffer;

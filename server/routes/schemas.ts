@@ -3,6 +3,7 @@
  * generate the OpenAPI document at /docs/json. Every object allows additional properties:
  * fields toolproof does not own (vendor extras) pass through untouched.
  */
+import { MAX_CHOICES } from '../../protocol/completion-shape.js';
 export const nullable = (schema: Record<string, unknown>) => ({ anyOf: [schema, { type: 'null' }] });
 
 export const completionBody = {
@@ -13,6 +14,9 @@ export const completionBody = {
     prompt: {},
     stream: nullable({ type: 'boolean' }),
     max_tokens: nullable({ type: 'integer' }),
+    // Past MAX_CHOICES (OpenAI's limit, as on chat) a 400: a stream of n choices may carry n times
+    // the events of one (eventAllowance), and llama-server takes one only.
+    n: nullable({ type: 'integer', minimum: 1, maximum: MAX_CHOICES }),
   },
   additionalProperties: true,
 } as const;

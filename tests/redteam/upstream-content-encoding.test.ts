@@ -4,7 +4,8 @@
  * "not JSON" with its compressed bytes in the error, and a gzipped stream carried no event: the
  * relays (chat without tools, /v1/completions) sent the client an empty answer, or the gzip's
  * bytes, as a 200. Now every door and relay, streamed or not, refuses it in its own error shape
- * naming the coding, and hangs up on the upstream.
+ * naming the coding, and hangs up on the upstream, and counts it in
+ * toolproof_upstream_errors_total{kind="bad_response"} (the front doors did not, the relays did).
  */
 import type { ServerResponse } from 'node:http';
 import { gzipSync } from 'node:zlib';
@@ -58,6 +59,15 @@ const doors = {
 };
 type Door = keyof typeof doors;
 
+/** toolproof_upstream_errors_total{kind="bad_response"}, all series. */
+async function badResponses(): Promise<number> {
+  const text = await (await fetch(`${pair.proxy.origin}/metrics`)).text();
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith('toolproof_upstream_errors_total{') && l.includes('kind="bad_response"'))
+    .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+}
+
 async function post(door: Door, stream: boolean): Promise<{ status: number; text: string }> {
   const { path, body } = doors[door](stream);
   const res = await fetch(pair.proxy.origin + path, {
@@ -75,7 +85,10 @@ describe.each(Object.keys(doors) as Door[])('%s', (door) => {
     async (stream) => {
       coding = 'gzip';
       closed = 0;
+      const before = await badResponses();
       const { status, text } = await post(door, stream);
+      // Counted once, as an upstream answer toolproof could not read.
+      expect(await badResponses()).toBe(before + 1);
       expect(text).toContain('content-encoding \\"gzip\\"');
       expect(text).not.toContain('\u001f\ufffd'); // no compressed bytes passed on
       expect(text).not.toContain('hello'); // nor an answer made of it
