@@ -170,8 +170,10 @@ describe('input items of responses sharing a chain', () => {
           if (!(l instanceof KeptListing)) readFromEnd++;
           firsts.push(listPage(l, { limit }));
         }
+        // Read forward, then by cursors.
+        const asc = listPage(s.inputItemsTail('k', id)!, { order: 'asc', limit: '4' });
         const l = s.inputItemsTail('k', id)!;
-        return [...firsts, ...firsts.map((f) => listPage(l, { limit: '2', after: f.last_id ?? '' }))];
+        return [...firsts, ...firsts.map((f) => listPage(l, { limit: '2', after: f.last_id ?? '' })), asc];
       };
       // Some trees with no id sent twice (every id its own: the listing read from its end).
       const repeats = seed % 3 === 0 ? 0 : 0.3;

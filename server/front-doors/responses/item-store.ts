@@ -368,7 +368,8 @@ export class ResponsesItemStore {
       length,
       at: (k) => {
         if (k < 0 || k >= length) throw new RangeError(`input item ${k} of ${length}`);
-        if (k >= start + items.length) read(kept);
+        // Read forward (not how a page without a cursor reads it): built whole, once (kept).
+        if (k >= start + items.length) return this.inputItems(scope, id)!.at(k);
         while (k < start) read(this.responses.get(turn.prev!)!);
         return { id: ids[k - start]!, item: items[k - start]! };
       },
