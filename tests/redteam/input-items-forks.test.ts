@@ -12,10 +12,11 @@
  */
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { InputItem } from '../../protocol/responses/types.js';
+import type { InputItem, OutputItem } from '../../protocol/responses/types.js';
 import { listPage } from '../../server/front-doors/responses/conversations.js';
 import { ResponsesItemStore } from '../../server/front-doors/responses/item-store.js';
-import { measureScaling, prng, withinBudget } from '../support/cost-scaling.js';
+import { KeptListing, listedId } from '../../server/front-doors/responses/kept-listing.js';
+import { compareCosts, cpuMsOf, measureScaling, prng, withinBudget } from '../support/cost-scaling.js';
 import { answerJson, proxyInFrontOf, textCompletion } from '../support/harness.js';
 import { answer } from '../support/stored-calls.js';
 
@@ -28,6 +29,16 @@ const output = (i: number, pad = 0): InputItem =>
 
 /** `turns` responses in a row (ten items brought, one answer each), then two forks of the last. */
 function forked(turns: number, budget = 1 << 30, pad = 0): ResponsesItemStore {
+  const store = chain(turns, budget, pad);
+  for (const fork of ['a', 'b'])
+    store.keepResponse('k', `fork_${fork}`, `resp_${turns - 1}`, [output(-1)], [answer(-1)], false, {
+      envelope: '{}',
+    });
+  return store;
+}
+
+/** `turns` responses in a row (ten items brought, one answer each). */
+function chain(turns: number, budget = 1 << 30, pad = 0): ResponsesItemStore {
   const store = new ResponsesItemStore(budget);
   for (let t = 0; t < turns; t++)
     store.keepResponse(
@@ -39,10 +50,6 @@ function forked(turns: number, budget = 1 << 30, pad = 0): ResponsesItemStore {
       false,
       { envelope: '{}' },
     );
-  for (const fork of ['a', 'b'])
-    store.keepResponse('k', `fork_${fork}`, `resp_${turns - 1}`, [output(-1)], [answer(-1)], false, {
-      envelope: '{}',
-    });
   return store;
 }
 
@@ -128,6 +135,7 @@ describe('input items of responses sharing a chain', () => {
   });
 
   it('read in any order, with turns deleted between, list as listings built whole (random trees)', () => {
+    let readFromEnd = 0;
     for (let seed = 1; seed <= 30; seed++) {
       const rnd = prng(seed);
       type Op = { keep: [string, string | undefined, InputItem[]] } | { del: string };
@@ -153,6 +161,22 @@ describe('input items of responses sharing a chain', () => {
         );
         return { all: JSON.stringify(all), places, pages: [listPage(l, { order: 'asc', limit: '3' })] };
       };
+      // The first pages (desc, no cursor) read from the newest turn back, then a cursor from them.
+      const tail = (s: ResponsesItemStore, id: string, whole: boolean) => {
+        const firsts = [];
+        for (const limit of ['1', '3', '100']) {
+          const l = whole ? s.inputItems('k', id) : s.inputItemsTail('k', id);
+          if (!l) return undefined;
+          if (!(l instanceof KeptListing)) readFromEnd++;
+          firsts.push(listPage(l, { limit }));
+        }
+        // Read forward, then by cursors.
+        const asc = listPage(s.inputItemsTail('k', id)!, { order: 'asc', limit: '4' });
+        const l = s.inputItemsTail('k', id)!;
+        return [...firsts, ...firsts.map((f) => listPage(l, { limit: '2', after: f.last_id ?? '' })), asc];
+      };
+      // Some trees with no id sent twice (every id its own: the listing read from its end).
+      const repeats = seed % 3 === 0 ? 0 : 0.3;
       for (let step = 0; step < 60; step++) {
         const r = rnd();
         if (r < 0.45 || ids.length === 0) {
@@ -162,7 +186,7 @@ describe('input items of responses sharing a chain', () => {
           const brought = Array.from(
             { length: 1 + Math.floor(rnd() * 3) },
             (_, j) =>
-              (rnd() < 0.3
+              (rnd() < repeats
                 ? { type: 'message', role: 'user', id: `dup_${Math.floor(rnd() * 2)}`, content: 'again' }
                 : output(step * 10 + j)) as InputItem,
           );
@@ -175,10 +199,101 @@ describe('input items of responses sharing a chain', () => {
           store.deleteResponse('k', id);
         } else {
           const id = ids[Math.floor(rnd() * ids.length)]!;
-          expect(listed(store, id), `seed ${seed} step ${step} ${id}`).toEqual(listed(replay(), id));
+          const whole = replay();
+          expect(tail(store, id, false), `seed ${seed} step ${step} ${id} tail`).toEqual(
+            tail(whole, id, true),
+          );
+          expect(listed(store, id), `seed ${seed} step ${step} ${id}`).toEqual(listed(whole, id));
         }
       }
     }
+    // Read from the end where the chain allowed it (about a third of the reads), not always built whole.
+    console.log('read from the end', readFromEnd);
+    expect(readFromEnd).toBeGreaterThan(100);
+  });
+
+  it('read from the end: an id its chain listed before (an output evicted, then returned again; one like a derived id) listed as built whole', () => {
+    const said = (id: string, pad: number) =>
+      ({
+        type: 'message',
+        id,
+        role: 'assistant',
+        status: 'completed',
+        content: [{ type: 'output_text', text: 'x'.repeat(pad), annotations: [] }],
+      }) as OutputItem;
+    const probe = new ResponsesItemStore(1 << 30);
+    probe.keepResponse('k', 'resp_0', undefined, [output(0)], [said('msg_out_0', 10_000)], false, {
+      envelope: '{}',
+    });
+    // Its first output: the id of one of resp_0's (evicted by then); or the id resp_0's input is listed under.
+    for (const again of ['msg_out_0', listedId('resp_0', 0, output(0))]) {
+      // The first: room for the first turn and 3 KB (the second turn's 5 KB output evicts the first's).
+      const store = new ResponsesItemStore(again === 'msg_out_0' ? probe.bytes + 3_000 : 1 << 30);
+      const turns: [string, OutputItem[]][] = [
+        ['resp_0', [said('msg_out_0', 10_000)]],
+        ['resp_1', [said('msg_out_1', 5_000)]],
+        ['resp_2', [said(again, 1)]],
+        ['resp_3', [said('msg_out_3', 1)]],
+      ];
+      for (const [t, [id, out]] of turns.entries())
+        store.keepResponse('k', id, t === 0 ? undefined : turns[t - 1]![0], [output(t)], out, false, {
+          envelope: '{}',
+        });
+      expect(store.responseCount).toBe(4);
+      const fromEnd = store.inputItemsTail('k', 'resp_3')!;
+      const page = listPage(fromEnd, { limit: '100' });
+      expect(page, again).toEqual(listPage(store.inputItems('k', 'resp_3')!, { limit: '100' }));
+      // Each id once: the later one derived anew.
+      expect(new Set(page.data.map((x) => x.id)).size).toBe(7);
+    }
+  });
+
+  it('the first page (desc, no cursor) of a response of a 4x longer chain costs the same (x1 vs x4)', () => {
+    // A chain of `turns` responses (ten items brought, one answer each), built outside the timing.
+    const firstPageOf = (turns: number) => {
+      const store = chain(turns);
+      return cpuMsOf(() => listPage(store.inputItemsTail('k', `resp_${turns - 1}`)!, { limit: '20' }));
+    };
+    const c = compareCosts(
+      () => firstPageOf(2_000),
+      () => firstPageOf(8_000),
+      (a, b) => b <= 2 * a + 2,
+    );
+    console.log('first page, 22k vs 88k items', JSON.stringify(c));
+    // Before: the whole chain parsed for it (x4 the items, ~x4 the time).
+    expect(c.ok, JSON.stringify(c)).toBe(true);
+  }, 120_000);
+
+  it('through the real server: the first page of a response reads the turns it shows', async () => {
+    const client = new OpenAI({ apiKey: 'none', baseURL: `${pair.proxy.origin}/v1`, maxRetries: 0 });
+    let prev: string | undefined;
+    for (let t = 0; t < 40; t++)
+      prev = (
+        await client.responses.create({
+          model: 'm1',
+          input: [output(2 * t), output(2 * t + 1)] as never,
+          ...(prev ? { previous_response_id: prev } : {}),
+        })
+      ).id;
+    const parse = vi.spyOn(JSON, 'parse');
+    const page = await client.responses.inputItems.list(prev!, { limit: 3 });
+    const parsed = parse.mock.calls.length;
+    parse.mockRestore();
+    expect(page.data.map((x) => (x as { call_id?: string }).call_id ?? x.type)).toEqual([
+      'call_79',
+      'call_78',
+      'message',
+    ]);
+    expect(page.has_more).toBe(true);
+    // Before: the chain's 40 turns and 39 answers parsed.
+    expect(parsed).toBeLessThan(10);
+    // The next page (a cursor) as the whole chain lists it.
+    const next = await client.responses.inputItems.list(prev!, { limit: 3, after: page.data.at(-1)!.id! });
+    expect(next.data.map((x) => (x as { call_id?: string }).call_id ?? x.type)).toEqual([
+      'call_77',
+      'call_76',
+      'message',
+    ]);
   });
 
   it('responses along one chain and its forks, a page each, cost the pages (x1 vs x4)', () => {

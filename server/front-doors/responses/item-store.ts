@@ -72,7 +72,27 @@ interface Kept {
    * only grows; a copy per delete cost the deletes so far).
    */
   readonly deleted?: Deleted;
+  /**
+   * A response: its chain's mark, one object shared by every response of one chain and its forks
+   * (from the first): `broken` once any of them or an output item of one was dropped (evicted,
+   * deleted, kept again), or a link was not held when it was kept (inputItemsTail).
+   */
+  readonly tag?: ChainTag;
+  /**
+   * A response: every item of its chain, through its own output, is listed under its own id or
+   * one derived from its turn, none twice: no id listed twice, so a listing's ids need no look
+   * at the items before them (inputItemsTail). Its request brought no item with an id, and its
+   * output ids were not held before and look like no derived id.
+   */
+  readonly clean?: boolean;
 }
+
+interface ChainTag {
+  broken: boolean;
+}
+
+/** An id listedId derives (an output id so made is taken as clashing with one: `clean`). */
+const DERIVED_ID = /^(msg|item)_[0-9a-f]{48,}$/;
 
 /** The places of the items deleted from a conversation, and the bytes they are counted at. */
 interface Deleted {
@@ -171,6 +191,9 @@ export class ResponsesItemStore {
         brought = input.slice(earlier.count);
       }
     } else if (link?.scope !== scope) link = undefined;
+    const linked = prev === undefined ? link?.id : prev;
+    const tag = linked === undefined ? { broken: false } : (link?.tag ?? { broken: true });
+    const clean = (linked === undefined || link?.clean === true) && this.cleanTurn(brought, output);
     this.keep(scope, output, id);
     const outputIds: string[] = [];
     let idBytes = id.length;
@@ -189,7 +212,6 @@ export class ResponsesItemStore {
       ENTRY_OVERHEAD_BYTES;
     const count = (link?.count ?? 0) + brought.length + outputIds.length;
     // A continued response no longer held keeps no link: naming this one misses as that one did.
-    const linked = prev === undefined ? link?.id : prev;
     return this.add({
       id,
       kind: 'response',
@@ -199,6 +221,8 @@ export class ResponsesItemStore {
       bytes,
       outputIds,
       count,
+      tag,
+      clean,
       ...(linked !== undefined ? { prev: linked } : {}),
       ...(envelope !== undefined ? { envelope } : {}),
       ...(envelope !== undefined && numbering !== undefined ? { numbering } : {}),
@@ -304,6 +328,70 @@ export class ResponsesItemStore {
     listing.deletions = deletions;
     this.remember(key, listing);
     return listing;
+  }
+
+  /**
+   * Response `id`'s input items as inputItems lists them, for a page read from the newest item
+   * back with no cursor (`order` desc, OpenAI's default, no `after`): when its chain is intact
+   * and `clean` (every id listed once, as its own), only the turns the page reaches are parsed,
+   * walked back from its own by their counts. The first page of a response of a long chain cost
+   * the whole chain parsed (0.5-1.25 s at ~60-121k items), for each response a client named. A
+   * cursor (indexOf) builds the whole listing. Otherwise inputItems.
+   */
+  inputItemsTail(scope: string, id: string): Listing | undefined {
+    const kept = this.responses.get(id);
+    if (
+      !kept ||
+      kept.scope !== scope ||
+      kept.envelope === undefined ||
+      kept.conversation !== undefined ||
+      kept.clean !== true ||
+      kept.tag?.broken !== false ||
+      this.listings.has(`${INPUT_ITEMS}${id}`)
+    )
+      return this.inputItems(scope, id);
+    const length = (kept.count ?? 0) - (kept.outputIds?.length ?? 0);
+    /** The turn read last, where its items start, and them. */
+    let turn = kept;
+    let start = 0;
+    let items: InputItem[] = [];
+    let ids: string[] = [];
+    const read = (t: Kept) => {
+      turn = t;
+      start = t.prev === undefined ? 0 : (this.responses.get(t.prev)?.count ?? 0);
+      items = [];
+      ids = [];
+      this.turnItems(t, false, items, ids);
+    };
+    read(kept);
+    return {
+      length,
+      at: (k) => {
+        if (k < 0 || k >= length) throw new RangeError(`input item ${k} of ${length}`);
+        // Read forward (not how a page without a cursor reads it): built whole, once (kept).
+        if (k >= start + items.length) return this.inputItems(scope, id)!.at(k);
+        while (k < start) read(this.responses.get(turn.prev!)!);
+        return { id: ids[k - start]!, item: items[k - start]! };
+      },
+      indexOf: (item) => this.inputItems(scope, id)?.indexOf(item) ?? -1,
+    };
+  }
+
+  /**
+   * Whether a turn's own items are listed under ids none of its chain's can be: `brought`
+   * (its request's) with no id of their own (derived from the turn), its output's ids held by
+   * no other item, none twice, none like a derived one.
+   */
+  private cleanTurn(brought: readonly InputItem[], output: readonly OutputItem[]): boolean {
+    for (const item of brought) if (itemId(item) !== undefined) return false;
+    const seen = new Set<string>();
+    for (const item of output) {
+      const oid = itemId(item);
+      if (oid === undefined) continue;
+      if (seen.has(oid) || this.items.has(oid) || DERIVED_ID.test(oid)) return false;
+      seen.add(oid);
+    }
+    return true;
   }
 
   /**
@@ -881,6 +969,8 @@ export class ResponsesItemStore {
     const map = this.mapOf(kept);
     if (map.get(kept.id) !== kept) return;
     map.delete(kept.id);
+    const tag = kept.kind === 'item' ? this.responses.get(kept.response ?? '')?.tag : kept.tag;
+    if (tag) tag.broken = true;
     if (this.listings.size > 0 && !revised) this.staled(kept);
     kept.gone = true;
     this.used -= kept.bytes;
