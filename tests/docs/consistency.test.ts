@@ -411,6 +411,28 @@ describe('docs: routes', () => {
     expect(problems).toEqual([]);
   });
 
+  it("every route toolproof serves is a row of docs/api.md's endpoint table, whose last row sends anything else upstream", () => {
+    const text = read('docs/api.md');
+    const start = text.indexOf('\n## Endpoints\n');
+    expect(start).toBeGreaterThan(-1);
+    const lines = text.slice(start).split('\n');
+    const first = lines.findIndex((line) => line.startsWith('|'));
+    const end = lines.findIndex((line, i) => i > first && !line.startsWith('|'));
+    const table = lines.slice(first, end).join('\n');
+    expect(table).toContain('| anything else |');
+    // A row may name a family as `PREFIX/*` (`/v1/audio/*`, `/inspect/api/*`): it covers what is under it.
+    const families = [...matches(table, /`(?:[A-Z]+ )?(\/[\w/-]*)\/\*`/g)];
+    const problems: string[] = [];
+    for (const path of app.paths) {
+      const shown = path.replace(/\/\{\*\}$/, '');
+      const re = new RegExp(
+        `${shown.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\\?\{[^}]*\\?\}/g, '(?:\\{[a-z_]+\\}|:[a-z_]+)')}(?![\\w/])`,
+      );
+      if (!re.test(table) && !families.some((f) => shown.startsWith(`${f}/`))) problems.push(path);
+    }
+    expect(problems).toEqual([]);
+  });
+
   it('every inspector API path a doc names is a route', () => {
     const routes = app.paths.map((p) => new RegExp(`^${p.replace(/\{[^}]*\}/g, '[^/]+')}$`));
     const problems: string[] = [];
