@@ -147,8 +147,15 @@ export async function probeCommand(
   }
   io.stdout.write(command.json ? `${JSON.stringify(report, null, 2)}\n` : `${renderReport(report)}\n`);
 
-  let status = 0;
-  if (command.writeConfig) {
+  const all = report.cells.flatMap((cell) => cell.results);
+  // Nothing measured: a section saying "no problems found" would be a false finding.
+  const nothingMeasured = all.length > 0 && all.every((result) => result.kind === 'error');
+  let status = nothingMeasured ? 1 : 0;
+  if (command.writeConfig && nothingMeasured) {
+    io.stderr.write(
+      `toolproof probe: ${command.writeConfig} left as it was: every request failed, nothing was measured\n`,
+    );
+  } else if (command.writeConfig) {
     try {
       const existing = await readFile(command.writeConfig, 'utf8').catch((err: NodeJS.ErrnoException) => {
         if (err.code === 'ENOENT') return null;
@@ -163,7 +170,5 @@ export async function probeCommand(
       status = 1;
     }
   }
-  const all = report.cells.flatMap((cell) => cell.results);
-  if (all.length > 0 && all.every((result) => result.kind === 'error')) status = 1;
   return status;
 }

@@ -165,4 +165,32 @@ describe('main', () => {
     expect(code).toBe(1);
     expect(run.out.join('')).toContain('FAIL 4 of 4 requests failed');
   });
+
+  it('--write-config writes nothing when every request failed (no "no problems found" for a backend never reached)', async () => {
+    dir = await mkdtemp(join(tmpdir(), 'toolproof-probe-'));
+    const file = join(dir, 'toolproof.yaml');
+    const before = 'models:\n  other:\n    upstream: http://a/v1\n';
+    await writeFile(file, before);
+    const run = io();
+    const code = await main(
+      [
+        'probe',
+        '--base-url',
+        'http://127.0.0.1:9/v1',
+        '--model',
+        'm',
+        '--runs',
+        '1',
+        '--no-checks',
+        '--timeout-ms',
+        '2000',
+        '--write-config',
+        file,
+      ],
+      run.io,
+    );
+    expect(code).toBe(1);
+    expect(await readFile(file, 'utf8')).toBe(before);
+    expect(run.err.join('')).toContain(`${file} left as it was: every request failed`);
+  });
 });

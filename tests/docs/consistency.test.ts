@@ -7,14 +7,17 @@
  * - metrics: every `toolproof_*` metric a real app registers is a row of docs/metrics.md with the
  *   labels it has; every `toolproof_*` name and `toolproof:*` recording rule a doc or the Grafana
  *   dashboard spells exists;
- * - routes: every route of the app's OpenAPI document is documented; every inspector API path a
- *   doc spells is a route;
+ * - routes: every route of the app's OpenAPI document is documented, and is a row of docs/api.md's
+ *   endpoint table (whose last row sends anything else upstream); every inspector API path a doc
+ *   spells is a route;
  * - defaults: every per-model setting is a row of docs/configuration.md's table with its default;
  *   every variable a doc's table gives a default, set to it, leaves loadConfig's result unchanged;
  * - config keys: every key of the YAML schema (server/config.ts) is documented, and every
  *   toolproof config block in the docs passes that schema (a documented key it rejects fails);
  * - error codes: every `TP_ERR_*` of protocol/errors.ts is documented, and every one a doc
  *   names is in it;
+ * - the agent suite: the packages docs/agents-setup.md says the install pins, and lets run a
+ *   postinstall script, are as many as scripts/install-agents.mjs's;
  * - links: every relative link of the user docs points at a file that exists, and its `#anchor`
  *   at a heading of that file.
  * File reads and one app built, not listening: about 0.5 s of CPU in a fresh process on the
@@ -22,6 +25,7 @@
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { isDeepStrictEqual } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
@@ -411,6 +415,28 @@ describe('docs: routes', () => {
     expect(problems).toEqual([]);
   });
 
+  it("every route toolproof serves is a row of docs/api.md's endpoint table, whose last row sends anything else upstream", () => {
+    const text = read('docs/api.md');
+    const start = text.indexOf('\n## Endpoints\n');
+    expect(start).toBeGreaterThan(-1);
+    const lines = text.slice(start).split('\n');
+    const first = lines.findIndex((line) => line.startsWith('|'));
+    const end = lines.findIndex((line, i) => i > first && !line.startsWith('|'));
+    const table = lines.slice(first, end).join('\n');
+    expect(table).toContain('| anything else |');
+    // A row may name a family as `PREFIX/*` (`/v1/audio/*`, `/inspect/api/*`): it covers what is under it.
+    const families = [...matches(table, /`(?:[A-Z]+ )?(\/[\w/-]*)\/\*`/g)];
+    const problems: string[] = [];
+    for (const path of app.paths) {
+      const shown = path.replace(/\/\{\*\}$/, '');
+      const re = new RegExp(
+        `${shown.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\\?\{[^}]*\\?\}/g, '(?:\\{[a-z_]+\\}|:[a-z_]+)')}(?![\\w/])`,
+      );
+      if (!re.test(table) && !families.some((f) => shown.startsWith(`${f}/`))) problems.push(path);
+    }
+    expect(problems).toEqual([]);
+  });
+
   it('every inspector API path a doc names is a route', () => {
     const routes = app.paths.map((p) => new RegExp(`^${p.replace(/\{[^}]*\}/g, '[^/]+')}$`));
     const problems: string[] = [];
@@ -418,6 +444,23 @@ describe('docs: routes', () => {
       for (const p of matches(text, /(\/inspect\/api\/[A-Za-z0-9/:{}_-]*[A-Za-z0-9}])/g))
         if (!routes.some((r) => r.test(p))) problems.push(`${file}: ${p}`);
     expect(problems).toEqual([]);
+  });
+});
+
+// ---- the agent suite's install -------------------------------------------------------------
+
+describe('docs: the agent suite', () => {
+  it('docs/agents-setup.md counts the packages scripts/install-agents.mjs pins and those it lets run a postinstall script', async () => {
+    // Imported by URL: a plain script, not part of the typed tree.
+    const { AGENTS } = (await import(pathToFileURL(join(ROOT, 'scripts', 'install-agents.mjs')).href)) as {
+      AGENTS: Array<{ pkg: string; script: boolean }>;
+    };
+    expect(AGENTS.length).toBeGreaterThan(5);
+    const text = read('docs/agents-setup.md').replace(/\s+/g, ' ');
+    expect(Number(/installs the (\d+) pinned packages/.exec(text)?.[1])).toBe(AGENTS.length);
+    expect(Number(/allows exactly those (\d+), by name/.exec(text)?.[1])).toBe(
+      AGENTS.filter((a) => a.script).length,
+    );
   });
 });
 
