@@ -258,7 +258,7 @@ export const exportSchema = obj(
         session: str(),
         turns: sessionSchema.properties.turns,
         omitted: int(
-          "The session's older requests left out: each worker's part holds its newest requests up to 16 MiB of JSON.",
+          "The session's older requests left out: the file holds each worker's newest requests of it up to 16 MiB of JSON in all.",
         ),
       },
     ),

@@ -14,6 +14,7 @@ import type { AppState } from '../app-state.js';
 import { type AskGroup, joinCaptureGroup } from '../capture/cluster.js';
 import {
   type CaptureOp,
+  EXPORT_CHARS,
   type ExportPart,
   type RequestView,
   type SessionRecord,
@@ -468,7 +469,12 @@ export function registerInspectRoutes(app: FastifyInstance, state: AppState): vo
       async (request, reply) => {
         const { key } = request.query as { key: string };
         const owner = ownerOf(request);
-        const got = await ask({ op: 'export', key, ...(owner === undefined ? {} : { owner }) }, request);
+        // Each worker's part a share of the bound: the whole within one reader's relay burst.
+        const chars = Math.floor(EXPORT_CHARS / Math.max(1, state.config.workers ?? 1));
+        const got = await ask(
+          { op: 'export', key, chars, ...(owner === undefined ? {} : { owner }) },
+          request,
+        );
         const parts = got.parts as ExportPart[];
         const views = parts.flatMap((p) => p.requests).sort((a, b) => a.record.at - b.record.at);
         const requests = views.map((v) => ({ ...v, diffBase: diffBaseOf(v.record, state) }));
