@@ -435,7 +435,9 @@ export class UpstreamClient {
             req.admission.cls,
             joined?.signal ?? req.signal,
             req.admission.owner,
-            req.body?.length,
+            // Bytes, as prefilled: a string body (a relayed body written again) counted its
+            // UTF-16 characters, a CJK prompt a third of its size.
+            typeof req.body === 'string' ? Buffer.byteLength(req.body) : req.body?.length,
           );
           ticket = entered instanceof Promise ? await entered : entered;
         } finally {

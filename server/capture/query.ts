@@ -22,7 +22,7 @@ export type CaptureOp =
   | { op: 'sessions'; owner?: string }
   | { op: 'session'; key: string; owner?: string }
   /** One session's requests whole, in the ring's order (a session's export: docs/inspect.md). */
-  | { op: 'export'; key: string; owner?: string }
+  | { op: 'export'; key: string; owner?: string; chars?: number }
   | { op: 'stats' };
 
 export interface RequestView {
@@ -83,6 +83,38 @@ export function sessionRecordOf(r: CaptureRecord): SessionRecord {
   return { summary: summaryOf(r), prompt: first && first.request.cut === 0 ? first.request.text : null };
 }
 
+/** One worker's part of a session's export: its newest requests up to its share of EXPORT_CHARS, in order. */
+export interface ExportPart {
+  requests: RequestView[];
+  /** Its older requests of the session left out for the bound. */
+  omitted: number;
+}
+
+/**
+ * The most JSON characters of views a session export holds (16 MiB, the relay's burst for one
+ * reader: capture/cluster.ts), each of N workers' parts a 1/N share (the route asks `chars`): two
+ * full parts relayed 28 MB through the primary, which parses and writes each byte again. A view is ~2x the ring's bytes of it (the
+ * attempt's request again as curl, quoted), so a session that filled a large ring came whole:
+ * 2 GB of JSON for TOOLPROOF_CAPTURE_MB=1024, past V8's longest string, and every read stalled the
+ * event loop ~14 ms a MB on this box. The newest requests are kept (a bug report's last turns).
+ */
+export const EXPORT_CHARS = 16 * 1024 * 1024;
+
+function exportOf(records: CaptureRecord[], most: number): ExportPart {
+  const requests: RequestView[] = [];
+  let chars = 0;
+  for (let i = records.length - 1; i >= 0; i--) {
+    const r = records[i]!;
+    const view = viewOf(withSoFar(snapshotOf(r), r));
+    // And the diffBase the route adds: the client's request again (translated, for Messages and
+    // Responses: about its size).
+    chars += JSON.stringify(view).length + JSON.stringify(view.record.clientRequest.body.text).length;
+    if (chars > most) return { requests: requests.reverse(), omitted: i + 1 };
+    requests.push(view);
+  }
+  return { requests: requests.reverse(), omitted: 0 };
+}
+
 export interface Stats {
   worker: number;
   enabled: boolean;
@@ -100,7 +132,10 @@ export function answer(ring: CaptureRing | undefined, op: CaptureOp, worker: num
       maxBytes: ring?.limits.maxBytes ?? 0,
       records: ring?.size ?? 0,
     } satisfies Stats;
-  if (!ring) return op.op === 'get' ? null : op.op === 'list' ? { requests: [], older: 0 } : [];
+  if (!ring) {
+    if (op.op === 'export') return { requests: [], omitted: 0 } satisfies ExportPart;
+    return op.op === 'get' ? null : op.op === 'list' ? { requests: [], older: 0 } : [];
+  }
   switch (op.op) {
     case 'list': {
       const page = ring.page(op.query);
@@ -117,7 +152,7 @@ export function answer(ring: CaptureRing | undefined, op: CaptureOp, worker: num
     case 'session':
       return ring.session(op.key, op.owner).map(sessionRecordOf);
     case 'export':
-      return ring.session(op.key, op.owner).map((r) => viewOf(withSoFar(snapshotOf(r), r)));
+      return exportOf(ring.session(op.key, op.owner), Math.min(op.chars ?? EXPORT_CHARS, EXPORT_CHARS));
   }
 }
 

@@ -254,7 +254,13 @@ export const exportSchema = obj(
     partial: { type: 'boolean', description: 'Only the answering worker could be read.' },
     session: obj(
       "A session's export: its turns in order, each with its cached ratio and prompt-prefix check (as /inspect/api/session answers).",
-      { session: str(), turns: sessionSchema.properties.turns },
+      {
+        session: str(),
+        turns: sessionSchema.properties.turns,
+        omitted: int(
+          "The session's older requests left out: the file holds each worker's newest requests of it up to 16 MiB of JSON in all.",
+        ),
+      },
     ),
     requests: {
       type: 'array',

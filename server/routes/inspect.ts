@@ -14,6 +14,8 @@ import type { AppState } from '../app-state.js';
 import { type AskGroup, joinCaptureGroup } from '../capture/cluster.js';
 import {
   type CaptureOp,
+  EXPORT_CHARS,
+  type ExportPart,
   type RequestView,
   type SessionRecord,
   type SessionSummary,
@@ -467,11 +469,18 @@ export function registerInspectRoutes(app: FastifyInstance, state: AppState): vo
       async (request, reply) => {
         const { key } = request.query as { key: string };
         const owner = ownerOf(request);
-        const got = await ask({ op: 'export', key, ...(owner === undefined ? {} : { owner }) }, request);
-        const views = (got.parts as RequestView[][]).flat().sort((a, b) => a.record.at - b.record.at);
+        // Each worker's part a share of the bound: the whole within one reader's relay burst.
+        const chars = Math.floor(EXPORT_CHARS / Math.max(1, state.config.workers ?? 1));
+        const got = await ask(
+          { op: 'export', key, chars, ...(owner === undefined ? {} : { owner }) },
+          request,
+        );
+        const parts = got.parts as ExportPart[];
+        const views = parts.flatMap((p) => p.requests).sort((a, b) => a.record.at - b.record.at);
         const requests = views.map((v) => ({ ...v, diffBase: diffBaseOf(v.record, state) }));
         const turns = turnsOf(views.map((v) => sessionRecordOf(v.record)));
-        const session = { session: key, turns };
+        const omitted = parts.reduce((n, p) => n + p.omitted, 0);
+        const session = { session: key, turns, ...(omitted === 0 ? {} : { omitted }) };
         return exportFile(reply, `session-${key}`, got, requests, session);
       },
     );

@@ -17,6 +17,9 @@ export const completionBody = {
     // Past MAX_CHOICES (OpenAI's limit, as on chat) a 400: a stream of n choices may carry n times
     // the events of one (eventAllowance), and llama-server takes one only.
     n: nullable({ type: 'integer', minimum: 1, maximum: MAX_CHOICES }),
+    // vLLM's best_of: sequences generated on the GPU for the n returned; vLLM bounds it only by
+    // n from below. Past MAX_CHOICES a 400, as n (docs/bounds.md).
+    best_of: nullable({ type: 'integer', maximum: MAX_CHOICES }),
   },
   additionalProperties: true,
 } as const;

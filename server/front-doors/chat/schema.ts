@@ -84,6 +84,8 @@ export const chatCompletionBody = {
     top_p: nullable({ type: 'number' }),
     // Past MAX_CHOICES (OpenAI's limit) a 400: choices beyond it would be dropped (askedChoicesOf).
     n: nullable({ type: 'integer', minimum: 1, maximum: MAX_CHOICES }),
+    // vLLM's extension: best_of sequences generated for the n returned; past MAX_CHOICES a 400, as n.
+    best_of: nullable({ type: 'integer', maximum: MAX_CHOICES }),
     parallel_tool_calls: nullable({ type: 'boolean' }),
     response_format: nullable({ type: 'object' }),
   },
