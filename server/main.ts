@@ -68,9 +68,15 @@ async function main(): Promise<void> {
   const app = await buildApp(config);
   app.toolproof.modelLabels.serve(served);
   if (simulator) {
+    // A YAML that names no upstream (keys only, say) is the usual way to get here with
+    // TOOLPROOF_CONFIG set: say which file, not "set TOOLPROOF_CONFIG".
+    const file = process.env.TOOLPROOF_CONFIG;
+    const fix = file
+      ? `TOOLPROOF_CONFIG (${file}) names no upstream: add a top-level \`upstream:\` (or one under a model) there, or set TOOLPROOF_UPSTREAM_URL=http://your-vllm:8000/v1`
+      : 'Set TOOLPROOF_UPSTREAM_URL=http://your-vllm:8000/v1 or TOOLPROOF_CONFIG';
     app.log.warn(
       { simulator: simulator.url },
-      '*** NO UPSTREAM CONFIGURED: toolproof is running on its BUILT-IN SIMULATED BACKEND (a scripted small model that leaks tool calls and answers in prose). Set TOOLPROOF_UPSTREAM_URL=http://your-vllm:8000/v1 or TOOLPROOF_CONFIG to use a real model. ***',
+      `*** NO UPSTREAM CONFIGURED: toolproof is running on its BUILT-IN SIMULATED BACKEND (a scripted small model that leaks tool calls and answers in prose). ${fix} to use a real model. ***`,
     );
   }
   joinWorkerGroup(app.toolproof.metrics);
