@@ -12,6 +12,7 @@
 import type { ServerResponse } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { proxyInFrontOf } from '../support/harness.js';
+import { writeBounded, writeEndless } from '../support/sse-upstream.js';
 
 const WINDOW = 200;
 type Write = (res: ServerResponse, chat: boolean) => void;
@@ -27,42 +28,14 @@ const pair = proxyInFrontOf(
   { file: (url) => ({ models: { m1: { upstream: url, contextWindow: WINDOW } } }) },
 );
 
-const chunk = (chat: boolean, text: string, finish: string | null, index = 0) =>
-  chat
-    ? {
-        id: 'c',
-        object: 'chat.completion.chunk',
-        model: 'm1',
-        choices: [{ index, delta: { content: text }, finish_reason: finish }],
-      }
-    : { id: 'c', object: 'text_completion', model: 'm1', choices: [{ index, text, finish_reason: finish }] };
-const event = (e: unknown) => `data: ${typeof e === 'string' ? e : JSON.stringify(e)}\n\n`;
-
 /** One token an event, without end, until toolproof hangs up. */
-const endless: Write = (res, chat) => {
-  res.writeHead(200, { 'content-type': 'text/event-stream' });
-  const token = event(chunk(chat, 'x', null));
-  let stop = false;
-  res.on('close', () => {
-    stop = true;
-  });
-  const pump = () => {
-    for (let i = 0; i < 64 && !stop; i++) if (!res.write(token)) return void res.once('drain', pump);
-    if (!stop) setImmediate(pump);
-  };
-  pump();
-};
+const endless: Write = (res, chat) => writeEndless(res, chat);
 
-/** n choices of `tokens` events each, then the finish events and [DONE]. */
+/** n choices of `tokens` events each, interleaved, then the finish events and [DONE]. */
 const bounded =
   (tokens: number, n: number): Write =>
-  (res, chat) => {
-    res.writeHead(200, { 'content-type': 'text/event-stream' });
-    let body = '';
-    for (let t = 0; t < tokens; t++) for (let i = 0; i < n; i++) body += event(chunk(chat, 'x', null, i));
-    for (let i = 0; i < n; i++) body += event(chunk(chat, '', 'length', i));
-    res.end(body + event('[DONE]'));
-  };
+  (res, chat) =>
+    writeBounded(res, chat, tokens, n);
 
 const tools = [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }];
 const doors = {

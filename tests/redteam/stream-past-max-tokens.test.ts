@@ -11,6 +11,7 @@
 import type { ServerResponse } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { proxyInFrontOf } from '../support/harness.js';
+import { writeBounded, writeEndless } from '../support/sse-upstream.js';
 
 type Write = (res: ServerResponse, chat: boolean) => void;
 let write: Write = () => undefined;
@@ -21,50 +22,14 @@ const pair = proxyInFrontOf((req, res) => {
   write(res, req.url.endsWith('/chat/completions'));
 });
 
-const chunk = (chat: boolean, text: string, finish: string | null, index = 0) =>
-  chat
-    ? {
-        id: 'c',
-        object: 'chat.completion.chunk',
-        model: 'm1',
-        choices: [{ index, delta: { content: text }, finish_reason: finish }],
-      }
-    : { id: 'c', object: 'text_completion', model: 'm1', choices: [{ index, text, finish_reason: finish }] };
-const event = (e: unknown) => `data: ${typeof e === 'string' ? e : JSON.stringify(e)}\n\n`;
-
 /** One token an event, without end, until toolproof hangs up. */
-const endless: Write = (res, chat) => {
-  res.writeHead(200, { 'content-type': 'text/event-stream' });
-  const token = event(chunk(chat, 'x', null));
-  let stop = false;
-  res.on('close', () => {
-    stop = true;
-  });
-  const pump = () => {
-    for (let i = 0; i < 64 && !stop; i++) {
-      written++;
-      if (!res.write(token)) return void res.once('drain', pump);
-    }
-    if (!stop) setImmediate(pump);
-  };
-  pump();
-};
+const endless: Write = (res, chat) => writeEndless(res, chat, () => written++);
 
 /** n choices of `tokens` events each, interleaved, then the finish events, usage and [DONE]. */
 const bounded =
   (tokens: number, n: number): Write =>
-  (res, chat) => {
-    res.writeHead(200, { 'content-type': 'text/event-stream' });
-    let body = '';
-    for (let t = 0; t < tokens; t++) for (let i = 0; i < n; i++) body += event(chunk(chat, 'x', null, i));
-    for (let i = 0; i < n; i++) body += event(chunk(chat, '', 'length', i));
-    body += event({
-      id: 'c',
-      choices: [],
-      usage: { prompt_tokens: 1, completion_tokens: tokens * n, total_tokens: 1 + tokens * n },
-    });
-    res.end(body + event('[DONE]'));
-  };
+  (res, chat) =>
+    writeBounded(res, chat, tokens, n, true);
 
 const tools = [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }];
 const doors = {
