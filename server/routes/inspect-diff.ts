@@ -150,3 +150,36 @@ export function diffBaseOf(record: CaptureRecord, state: AppState): DiffBase {
     };
   }
 }
+
+/**
+ * The diff bases of a session's export (`records` oldest first), the newest first within `chars`
+ * of their text: past it, each says it was left out. A base of a Responses request is its
+ * conversation as the store holds it now, up to a captured body (256 KB by default) for each
+ * record, however small the record: a session of tiny requests naming one conversation grown
+ * since (POST .../items) exported 100 requests as 26 MB, about 250 KB of base each, past the
+ * export's 16 MiB bound by as many bases as the ring held (a 10 MB ring holds thousands). Once a
+ * base does not fit, none after it is built (each costs its conversation's translation).
+ */
+export function diffBasesWithin(
+  records: readonly CaptureRecord[],
+  state: AppState,
+  chars: number,
+): DiffBase[] {
+  const out = new Array<DiffBase>(records.length);
+  let room = chars;
+  for (let i = records.length - 1; i >= 0; i--) {
+    const base = room > 0 ? diffBaseOf(records[i]!, state) : undefined;
+    if (base !== undefined && base.text.length <= room) {
+      room -= base.text.length;
+      out[i] = base;
+      continue;
+    }
+    room = 0;
+    out[i] = {
+      against: null,
+      text: '',
+      note: `left out of this export: the newer requests' bases came to its bound (${Math.round(chars / 1048576)} MiB of text); the request's own view (/inspect/api/requests/:id) still has it`,
+    };
+  }
+  return out;
+}
