@@ -99,6 +99,36 @@ describe('a pass-through answer cut after its status', () => {
   });
 });
 
+describe('a pass-through answer the client leaves', () => {
+  it.each(['text/event-stream', 'application/octet-stream'])(
+    '%s: a client abort, no upstream failure',
+    async (type) => {
+      const before = {
+        errors: await counter('toolproof_upstream_errors_total', 'kind='),
+        aborts: await clientAborts(),
+      };
+      write = (res) => {
+        res.writeHead(200, { 'content-type': type });
+        const ticks = setInterval(() => res.write('data: {"a":1}\n\n'), 10);
+        res.on('close', () => clearInterval(ticks));
+      };
+      const leave = new AbortController();
+      const res = await fetch(`${pair.proxy.origin}/v1/rerank`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: BODY,
+        signal: leave.signal,
+      });
+      await res.body!.getReader().read();
+      leave.abort();
+      await settled();
+      await settled();
+      expect(await counter('toolproof_upstream_errors_total', 'kind=')).toBe(before.errors);
+      expect(await clientAborts()).toBe(before.aborts + 1);
+    },
+  );
+});
+
 describe("the pass-through's upstream failures", () => {
   const post = () =>
     fetch(`${pair.proxy.origin}/v1/rerank`, {
