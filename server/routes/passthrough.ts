@@ -32,6 +32,8 @@ import { toCutError, type UpstreamClient, type UpstreamResponse } from '../upstr
 const METHODS: Dispatcher.HttpMethod[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
 /** The most bytes of a declared length read whole before the status goes out (one a request). */
 const WHOLE_BODY = 1 << 20;
+/** A request's refusals that are toolproof's own, not the upstream's failures. */
+const OWN_REFUSALS = new Set(['TP_ERR_QUEUE_FULL', 'TP_ERR_QUEUE_TIMEOUT', 'TP_ERR_UNAUTHORIZED']);
 /** Methods that only read: not counted against a key's limits. */
 const READS = new Set(['GET', 'HEAD', 'OPTIONS']);
 /** RFC 9110 §9.2.2: the methods a request can be repeated with. */
@@ -403,9 +405,10 @@ async function relay(state: AppState, request: FastifyRequest, reply: FastifyRep
       replayable: IDEMPOTENT.has(request.method),
     })
     .catch((err: unknown) => {
-      // The client leaving is no upstream failure.
-      if (!controller.aborted)
-        failed((err as ToolproofError).code === 'TP_ERR_UPSTREAM_TIMEOUT' ? 'timeout' : 'unreachable');
+      // The client leaving, or toolproof's own refusal, is no upstream failure (as routes/relay.ts).
+      const code = (err as ToolproofError).code;
+      if (!controller.aborted && !OWN_REFUSALS.has(code))
+        failed(code === 'TP_ERR_UPSTREAM_TIMEOUT' ? 'timeout' : 'unreachable');
       throw err;
     });
   if (res.status >= 400) failed(res.status >= 500 ? 'status_5xx' : 'status_4xx');
