@@ -701,7 +701,9 @@ function logRequest(
   state.metrics.hot.requests(model, route, finished ? String(status) : 'aborted', api).inc();
   if (request.tpKey)
     state.metrics.keyRequests.labels(request.tpKey.name, finished ? String(status) : 'aborted').inc();
-  if (!finished)
+  // Not ended because the upstream cut its body (the pass-through's socket destroyed to say so:
+  // routes/passthrough.ts saysCut) is no client leaving: counted in upstream_errors.
+  if (!finished && request.tpError?.code !== 'TP_ERR_UPSTREAM_CUT_OFF')
     state.metrics.clientAborts.labels(api, headersSent ? 'mid_response' : 'before_response').inc();
   state.metrics.hot.requestDuration(model, route, tp?.stream ? 'true' : 'false', api).observe(seconds);
   const call = tp?.call;

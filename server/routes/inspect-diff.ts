@@ -36,11 +36,27 @@ export interface DiffBase {
   note?: string;
 }
 
-/** The store's scope of a record's key ('' without keys). */
-function scopeOf(state: AppState, keyName: string | undefined): string {
-  const entry = keyName === undefined ? undefined : state.config.keys.find((k) => k.name === keyName);
-  return entry?.key ?? '';
+/**
+ * The store's scope of a record's key ('' without keys); undefined when several keys carry its
+ * name (the flat keys, TOOLPROOF_API_KEYS, all carry one): the capture knows a key by its name,
+ * and the first flat key's scope was read for every flat key's record, so another flat key's
+ * request naming an item of the first one's (a reference that missed in its own scope, a note
+ * upstream) showed that item's content in its diff base, and its own conversations as gone.
+ */
+function scopeOf(state: AppState, keyName: string | undefined): string | undefined {
+  if (keyName === undefined) return '';
+  let scope: string | undefined;
+  for (const k of state.config.keys) {
+    if (k.name !== keyName) continue;
+    if (scope !== undefined) return undefined;
+    scope = k.key;
+  }
+  return scope ?? '';
 }
+
+/** Why a record's conversation or reference is not shown when its key's scope is unknown. */
+const SHARED_NAME =
+  "made with one of several flat keys, which the capture knows by one name: which one's store holds it cannot be told";
 
 /**
  * A base larger than a captured body: the attempt it would be diffed against was cut at that size
@@ -62,7 +78,7 @@ class LargerThanCaptured extends Error {
  */
 function historyOf(
   state: AppState,
-  scope: string,
+  scope: string | undefined,
   request: ResponsesRequest,
   limit: number,
 ): { items: InputItem[]; bytes: number } | undefined {
@@ -70,11 +86,13 @@ function historyOf(
   const c = request.conversation;
   const conversation = typeof c === 'string' ? c : typeof c?.id === 'string' ? c.id : undefined;
   if (typeof previous !== 'string' && conversation === undefined) return undefined;
-  const store = state.responsesStore;
+  const store = scope === undefined ? undefined : state.responsesStore;
   const found =
-    conversation !== undefined
-      ? store?.conversationItems(scope, conversation, false, limit)
-      : store?.conversation(scope, previous as string, false, limit);
+    scope === undefined
+      ? undefined
+      : conversation !== undefined
+        ? store?.conversationItems(scope, conversation, false, limit)
+        : store?.conversation(scope, previous as string, false, limit);
   if (found && found.missing === undefined) {
     if (found.bytes > limit) throw new LargerThanCaptured(limit);
     return found;
@@ -84,7 +102,7 @@ function historyOf(
   const gone = {
     type: 'message',
     role: 'user',
-    content: `[the conversation ${named} continued: no longer in this process's store, so not shown here]`,
+    content: `[the conversation ${named} continued: ${scope === undefined ? SHARED_NAME : "no longer in this process's store"}, so not shown here]`,
   } as unknown as InputItem;
   return { items: [gone], bytes: 0 };
 }
@@ -93,13 +111,11 @@ function historyOf(
  * The Responses item an item_reference named, as the request resolved it (or a placeholder), all
  * of them with the conversation's `already` bytes within `limit`.
  */
-function itemLookup(state: AppState, scope: string, limit: number, already: number): ItemLookup {
-  const resolve = state.responsesStore?.references(
-    scope,
-    limit,
-    () => new LargerThanCaptured(limit),
-    already,
-  );
+function itemLookup(state: AppState, scope: string | undefined, limit: number, already: number): ItemLookup {
+  const resolve =
+    scope === undefined
+      ? undefined
+      : state.responsesStore?.references(scope, limit, () => new LargerThanCaptured(limit), already);
   return (id) =>
     resolve?.(id) ??
     ({
@@ -108,7 +124,7 @@ function itemLookup(state: AppState, scope: string, limit: number, already: numb
       content: [
         {
           type: 'output_text',
-          text: `[item_reference ${id}: no longer in this process's item store, so not shown here]`,
+          text: `[item_reference ${id}: ${scope === undefined ? SHARED_NAME : "no longer in this process's item store"}, so not shown here]`,
         },
       ],
     } as unknown as InputItem);
@@ -149,4 +165,37 @@ export function diffBaseOf(record: CaptureRecord, state: AppState): DiffBase {
       note: `the client's request does not translate now: ${(err as Error).message.slice(0, 300)}`,
     };
   }
+}
+
+/**
+ * The diff bases of a session's export (`records` oldest first), the newest first within `chars`
+ * of their text: past it, each says it was left out. A base of a Responses request is its
+ * conversation as the store holds it now, up to a captured body (256 KB by default) for each
+ * record, however small the record: a session of tiny requests naming one conversation grown
+ * since (POST .../items) exported 100 requests as 26 MB, about 250 KB of base each, past the
+ * export's 16 MiB bound by as many bases as the ring held (a 10 MB ring holds thousands). Once a
+ * base does not fit, none after it is built (each costs its conversation's translation).
+ */
+export function diffBasesWithin(
+  records: readonly CaptureRecord[],
+  state: AppState,
+  chars: number,
+): DiffBase[] {
+  const out = new Array<DiffBase>(records.length);
+  let room = chars;
+  for (let i = records.length - 1; i >= 0; i--) {
+    const base = room > 0 ? diffBaseOf(records[i]!, state) : undefined;
+    if (base !== undefined && base.text.length <= room) {
+      room -= base.text.length;
+      out[i] = base;
+      continue;
+    }
+    room = 0;
+    out[i] = {
+      against: null,
+      text: '',
+      note: `left out of this export: the newer requests' bases came to its bound (${Math.round(chars / 1048576)} MiB of text); the request's own view (/inspect/api/requests/:id) still has it`,
+    };
+  }
+  return out;
 }

@@ -26,7 +26,7 @@ import type { CapturePage } from '../capture/ring.js';
 import { errorHandler } from '../error-handler.js';
 import { openAIErrorBody } from '../front-doors/chat/errors.js';
 import { withDelta } from './inspect-delta.js';
-import { type DiffBase, diffBaseOf } from './inspect-diff.js';
+import { type DiffBase, diffBaseOf, diffBasesWithin } from './inspect-diff.js';
 import {
   exportSchema,
   listSchema,
@@ -477,7 +477,13 @@ export function registerInspectRoutes(app: FastifyInstance, state: AppState): vo
         );
         const parts = got.parts as ExportPart[];
         const views = parts.flatMap((p) => p.requests).sort((a, b) => a.record.at - b.record.at);
-        const requests = views.map((v) => ({ ...v, diffBase: diffBaseOf(v.record, state) }));
+        // The bases within the export's bound too: a Responses request's is its conversation now.
+        const bases = diffBasesWithin(
+          views.map((v) => v.record),
+          state,
+          EXPORT_CHARS,
+        );
+        const requests = views.map((v, i) => ({ ...v, diffBase: bases[i]! }));
         const turns = turnsOf(views.map((v) => sessionRecordOf(v.record)));
         const omitted = parts.reduce((n, p) => n + p.omitted, 0);
         const session = { session: key, turns, ...(omitted === 0 ? {} : { omitted }) };

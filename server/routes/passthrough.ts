@@ -16,7 +16,7 @@ import { keepSourceText, stringifyJson } from '../../protocol/lossless-json.js';
 import { RequestAbort } from '../abort.js';
 import type { AppState } from '../app-state.js';
 import type { UpstreamTarget } from '../config.js';
-import { tooLarge } from '../chat/attempt.js';
+import { bodyErrorKind, tooLarge } from '../chat/attempt.js';
 import { dropAfterDone } from '../chat/stream-read.js';
 import { cutWhenUnread } from '../drain.js';
 import { allowsModel, countAgainstKey, forbiddenModel } from '../keys.js';
@@ -24,7 +24,7 @@ import { resolveRoute } from '../routing.js';
 import { formModels, type ModelSpan, queryModels } from './form-model.js';
 import { HOP_BY_HOP_HEADERS } from '../hop-by-hop.js';
 import { canonicalTarget, misspeltOwnRoute } from '../request-target.js';
-import { openAIErrorBody } from '../front-doors/chat/errors.js';
+import { chatErrorEvent, openAIErrorBody } from '../front-doors/chat/errors.js';
 import { anthropicErrorBody } from '../front-doors/messages/errors.js';
 import { SseDoneScan } from '../sse-done.js';
 import { toCutError, type UpstreamClient, type UpstreamResponse } from '../upstream.js';
@@ -32,6 +32,8 @@ import { toCutError, type UpstreamClient, type UpstreamResponse } from '../upstr
 const METHODS: Dispatcher.HttpMethod[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
 /** The most bytes of a declared length read whole before the status goes out (one a request). */
 const WHOLE_BODY = 1 << 20;
+/** A request's refusals that are toolproof's own, not the upstream's failures. */
+const OWN_REFUSALS = new Set(['TP_ERR_QUEUE_FULL', 'TP_ERR_QUEUE_TIMEOUT', 'TP_ERR_UNAUTHORIZED']);
 /** Methods that only read: not counted against a key's limits. */
 const READS = new Set(['GET', 'HEAD', 'OPTIONS']);
 /** RFC 9110 §9.2.2: the methods a request can be repeated with. */
@@ -386,17 +388,30 @@ async function relay(state: AppState, request: FastifyRequest, reply: FastifyRep
     if (waiting) await waiting;
   }
   request.tp = { model: target.model, upstream: target.client.label, stream: false, api: 'passthrough' };
+  // Its failures are counted as the front doors' and the relays' are (toolproof_upstream_errors_total):
+  // uncounted, a backend failing every rerank or transcription showed nowhere but as statuses.
+  const failed = (kind: string) =>
+    state.metrics.upstreamErrors.labels(target.model, target.client.label, kind).inc();
   const started = performance.now();
-  const res = await target.client.request({
-    method: request.method as Dispatcher.HttpMethod,
-    path,
-    fromOrigin,
-    ...(target.body ? { body: target.body } : {}),
-    headers: forwardHeaders(request, state.config.simulator),
-    signal: controller,
-    // Sent again after a stale keep-alive connection only when the method says it may be.
-    replayable: IDEMPOTENT.has(request.method),
-  });
+  const res = await target.client
+    .request({
+      method: request.method as Dispatcher.HttpMethod,
+      path,
+      fromOrigin,
+      ...(target.body ? { body: target.body } : {}),
+      headers: forwardHeaders(request, state.config.simulator),
+      signal: controller,
+      // Sent again after a stale keep-alive connection only when the method says it may be.
+      replayable: IDEMPOTENT.has(request.method),
+    })
+    .catch((err: unknown) => {
+      // The client leaving, or toolproof's own refusal, is no upstream failure (as routes/relay.ts).
+      const code = (err as ToolproofError).code;
+      if (!controller.aborted && !OWN_REFUSALS.has(code))
+        failed(code === 'TP_ERR_UPSTREAM_TIMEOUT' ? 'timeout' : 'unreachable');
+      throw err;
+    });
+  if (res.status >= 400) failed(res.status >= 500 ? 'status_5xx' : 'status_4xx');
   state.metrics.hot
     .upstreamDuration(target.model, 'passthrough', target.client.label)
     .observe((performance.now() - started) / 1000);
@@ -418,14 +433,27 @@ async function relay(state: AppState, request: FastifyRequest, reply: FastifyRep
     try {
       whole = await res.body.bytes(WHOLE_BODY);
     } catch (err) {
-      throw toCutError(err, target.client.label, 'the response body');
+      const cut = toCutError(err, target.client.label, 'the response body');
+      if (cut instanceof ToolproofError && !controller.aborted) failed(bodyErrorKind(cut));
+      throw cut;
     }
     // More than it declared: undici refuses that as it reads, so never here; refused all the same.
-    if (whole === null) throw tooLarge(target.client.label);
+    if (whole === null) {
+      failed('bad_response');
+      throw tooLarge(target.client.label);
+    }
     cutWhenUnread(reply.raw, state.config.clientTimeouts.requestMs);
     return reply.code(res.status).headers(headers).send(whole);
   }
-  const body = request.tp.stream ? untilDone(res) : res.body;
+  const body = saysCut(request.tp.stream ? untilDone(res) : res.body, request.tp.stream, (err) => {
+    if (controller.aborted) return undefined;
+    const cut = toCutError(err, target.client.label, request.tp?.stream ? 'the stream' : 'the response body');
+    const e =
+      cut instanceof ToolproofError ? cut : new ToolproofError('TP_ERR_UPSTREAM_CUT_OFF', { cause: err });
+    failed(request.tp?.stream ? 'mid_stream' : bodyErrorKind(e));
+    request.tpError = e;
+    return e;
+  });
   // The upstream's length counts its own bytes: an event stream cut at its [DONE], or a body
   // whose echoed key was replaced, is another length. Sent with it, the client waited for bytes
   // that never came (a key longer than its marker) or read the rest as the next response.
@@ -439,6 +467,40 @@ async function relay(state: AppState, request: FastifyRequest, reply: FastifyRep
     .code(res.status)
     .headers(headers)
     .send(Readable.from(body, { objectMode: false }));
+}
+
+/**
+ * `body` as it comes, and its cut (the upstream's read failing after the status went out) said:
+ * `cut` names it (undefined: the client left, nothing to say). An event stream ends with the
+ * OpenAI error event and `[DONE]`, as the relays end a cut stream (routes/relay.ts), and ends
+ * whole: before, its last event came and the connection closed, which an SSE client reads as the
+ * stream's end, the answer silently short. Any other body has no place for words once its status
+ * and its first bytes are out: its error is thrown on, and the socket is destroyed with the chunked
+ * body unterminated (no last chunk), the one way HTTP/1.1 says a body of unknown length is not
+ * whole (fetch's `terminated`); a last chunk would have made the torn body look complete.
+ */
+function saysCut(
+  body: AsyncIterable<Buffer>,
+  stream: boolean,
+  cut: (err: unknown) => ToolproofError | undefined,
+): AsyncIterable<Buffer> {
+  const reads = body[Symbol.asyncIterator]();
+  let over = false;
+  const iterator: AsyncIterator<Buffer, undefined> = {
+    next: async () => {
+      if (over) return { done: true, value: undefined };
+      try {
+        return await reads.next();
+      } catch (err) {
+        const said = cut(err);
+        if (!stream || said === undefined) throw err;
+        over = true;
+        return { done: false, value: Buffer.from(`\n\n${chatErrorEvent(said)}`) };
+      }
+    },
+    return: () => reads.return?.() ?? Promise.resolve({ done: true, value: undefined }),
+  };
+  return { [Symbol.asyncIterator]: () => iterator };
 }
 
 /**

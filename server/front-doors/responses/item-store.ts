@@ -559,7 +559,8 @@ export class ResponsesItemStore {
    * becomes the note any reference that misses becomes), and the JSON bytes of all. The walk visits each response of the chain once; its
    * responses and their items become the newest (not with `touch` false: the inspector's read).
    * `missing`: the response, or one before it in its chain, is not held under `scope`. Past
-   * `limitBytes`, only its bytes (no items, nothing made the newest): the caller refuses it.
+   * `limitBytes`, only its bytes as far as the walk went (the turns past the limit, a miss
+   * among them, not looked at; no items, nothing made the newest): the caller refuses it.
    */
   conversation(
     scope: string,
@@ -579,10 +580,12 @@ export class ResponsesItemStore {
       for (const oid of response.outputIds ?? []) bytes += this.items.get(oid)?.json.length ?? 0;
       // A chain links only to responses kept before it, so it ends; the bound is a guard.
       if (chain.length > this.responses.size) return { missing: at };
+      // Counted before any of it is parsed: the caller refuses it by its bytes, known past the
+      // limit here. Walked on, a few bytes naming a chain of the whole store cost all of it, for
+      // each request and each inspector record naming it (an export: records x chain).
+      if (bytes > limitBytes) return { items: [], bytes, turns: chain.length };
       at = response.prev;
     }
-    // Counted before any of it is parsed: the caller refuses it by its bytes.
-    if (bytes > limitBytes) return { items: [], bytes, turns: chain.length };
     const items: InputItem[] = [];
     for (let i = chain.length - 1; i >= 0; i--) this.turnItems(chain[i]!, touch, items, ids);
     return { items, bytes, turns: chain.length };
