@@ -3,7 +3,9 @@
  * block opening the output (`parsers/engine/lead-in.ts` detailsEnd: its close searched from where
  * the last push stopped, at most REASONING_DETAILS_MAX code units) and MiniMax-M2's invokes
  * without their brackets (`parsers/formats/improvised.ts` bracketlessInvokes: one walk, each
- * value's closer found by one indexOf from the value's start). Long blocks, many false closes,
+ * value's closer found by one indexOf from the value's start), and a Qwen3-Coder block opened by
+ * an element named after the tool (`parsers/formats/qwen3-coder.ts` elementForFunction: one
+ * memoised search for `>` and one for `</tool_call>`, then the function reader). Long blocks, many false closes,
  * long values, many invokes read or refused, pushed 64 and 1 character at a time, and a soup of
  * the pieces stay linear.
  */
@@ -26,7 +28,17 @@ const WEATHER: DeclaredTool = {
     required: ['location'],
   },
 };
-const tools = toolsOf(BASH, WEATHER);
+const READ: DeclaredTool = {
+  name: 'read',
+  parameters: {
+    type: 'object',
+    properties: { filePath: S, offset: { type: 'number' } },
+    required: ['filePath'],
+  },
+};
+const tools = toolsOf(BASH, WEATHER, READ);
+const element = (value: string) =>
+  `<tool_call>\n<read>\n<parameter=filePath>\n${value}\n</parameter>\n</function>\n</tool_call>\n`;
 const CALL = 'bash(command="ls")';
 const OPEN = '<details type="reasoning" done="true" duration="3">\n';
 const invoke = (value: string) =>
@@ -70,6 +82,21 @@ const ROWS: [string, (size: number) => string][] = [
   ],
   // bracketless: a value full of `parameter` words, no closer that ends a line
   ['bracketless: many closers mid-line', (size) => invoke(`${'parameter> '.repeat(size / 11)}x`)],
+  // an element named after the tool where <function=NAME> belongs: a long value, read
+  ['element: a long value', (size) => element('f'.repeat(size))],
+  // many such blocks, read
+  ['element: many blocks read', (size) => element('a.java').repeat(size / 90)],
+  // many blocks opened by an undeclared element, refused
+  [
+    'element: many undeclared',
+    (size) =>
+      element('a.java')
+        .replaceAll('<read>', '<view>')
+        .repeat(size / 90),
+  ],
+  // a long tag name that never closes, and many short ones
+  ['element: a long unclosed tag', (size) => `<tool_call>\n<${'r'.repeat(size)}`],
+  ['element: many unclosed tags', (size) => '<tool_call>\n<read'.repeat(size / 16)],
   // bracketless: a long value never closed
   [
     'bracketless: unclosed value',
@@ -104,6 +131,12 @@ describe('recall24 readings: output length x1 vs x4', () => {
           'Paris',
           'parameter>',
           'invoke>',
+          '<tool_call>\n',
+          '<read>\n',
+          '<parameter=filePath>\n',
+          '</parameter>\n',
+          '</function>\n',
+          '</tool_call>\n',
           '"',
           '<',
         ]),

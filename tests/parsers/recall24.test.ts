@@ -7,7 +7,10 @@
  *   is the model's own reasoning, skipped as a ```thinking fence is; its text stays content;
  * - MiniMax-M2's invoke with every tag's `<` and `</` left out (exo-explore/exo#1882,
  *   ml-explore/mlx-lm#1145; `parsers/formats/improvised.ts` bracketlessInvokes, repair
- *   `bracketless-tags`, schema-gated): read only where each value's end is certain.
+ *   `bracketless-tags`, schema-gated): read only where each value's end is certain;
+ * - and wild21's one miss: a Qwen3-Coder block whose `<function=NAME>` is written `<NAME>`
+ *   (Qwen3.6 under OpenCode, anomalyco/opencode#30061; `parsers/formats/qwen3-coder.ts`
+ *   elementForFunction, repair `element-for-function`), read where the rest is Qwen3-Coder's.
  */
 import { describe, expect, it } from 'vitest';
 import type { DeclaredTool } from '../../parsers/types.js';
@@ -147,6 +150,71 @@ describe("MiniMax-M2's invoke without its brackets (exo-explore/exo#1882)", () =
       'invoke name="get_weather"> is how the tool is named.',
     ])
       expect(readBoth(t, tools), t).toEqual(text(t));
+  });
+});
+
+/** anomalyco/opencode#30061 (wild21): Qwen3.6's block with `<read>` where `<function=read>` belongs. */
+const OPENCODE =
+  '<tool_call>\n<read>\n<parameter=filePath>\n/home/abc/some/file.java\n</parameter>\n</function>\n</tool_call>';
+const READ: DeclaredTool = {
+  name: 'read',
+  parameters: {
+    type: 'object',
+    properties: { filePath: S, offset: { type: 'number' }, limit: { type: 'number' } },
+    required: ['filePath'],
+  },
+};
+const readTools = toolsOf(READ, BASH);
+
+describe('a Qwen3-Coder block opened by an element named after the tool (anomalyco/opencode#30061)', () => {
+  it('reads the block the thread quotes', () => {
+    const r = readBoth(OPENCODE, readTools);
+    expect(r.calls).toEqual([['read', { filePath: '/home/abc/some/file.java' }, ['element-for-function']]]);
+    expect(r.content).toBeNull();
+  });
+
+  it('reads it with several parameters, after a sentence, and beside a well-formed function', () => {
+    const two =
+      '<tool_call>\n<read>\n<parameter=filePath>\na.java\n</parameter>\n<parameter=offset>\n10\n</parameter>\n</function>\n' +
+      '<function=bash>\n<parameter=command>\nls\n</parameter>\n</function>\n</tool_call>';
+    expect(names(readBoth(two, readTools))).toEqual([
+      ['read', { filePath: 'a.java', offset: 10 }],
+      ['bash', { command: 'ls' }],
+    ]);
+    const lead = readBoth(`Let me read it.\n\n${OPENCODE}`, readTools);
+    expect(names(lead)).toEqual([['read', { filePath: '/home/abc/some/file.java' }]]);
+    expect(lead.content).toBe('Let me read it.');
+  });
+
+  it('keeps as text, byte for byte, every near miss', () => {
+    for (const t of [
+      // an undeclared tool, another case, an attribute, a blank in the tag
+      OPENCODE.replace('<read>', '<view>'),
+      OPENCODE.replace('<read>', '<Read>'),
+      OPENCODE.replace('<read>', '<read path="x">'),
+      OPENCODE.replace('<read>', '<read >'),
+      // no <parameter= after it (JSON, prose), the element's own closer, no </function>
+      '<tool_call>\n<read>\n{"filePath": "a.java"}\n</tool_call>',
+      '<tool_call>\n<read>\nthe file a.java\n</function>\n</tool_call>',
+      OPENCODE.replace('</function>', '</read>'),
+      OPENCODE.replace('</function>\n', ''),
+      // a key the tool lacks, a wrong type, no required key
+      OPENCODE.replaceAll('filePath', 'path'),
+      '<tool_call>\n<read>\n<parameter=filePath>\na\n</parameter>\n<parameter=limit>\nten\n</parameter>\n</function>\n</tool_call>',
+      '<tool_call>\n<read>\n<parameter=offset>\n1\n</parameter>\n</function>\n</tool_call>',
+      // never closed
+      '<tool_call>\n<read>\n<parameter=filePath>\na.java\n</parameter>\n</function>',
+    ])
+      expect(readBoth(t, readTools), t).toEqual(text(t));
+  });
+
+  it('reads the same cut anywhere', () => {
+    const cases = [OPENCODE, `Let me read it.\n\n${OPENCODE}`, OPENCODE.replace('</function>', '</read>')];
+    assertRandomSplits(
+      cases.length,
+      (k) => ({ text: cases[k] as string, opts: () => options(readTools) }),
+      24_002,
+    );
   });
 });
 
