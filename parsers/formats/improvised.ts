@@ -186,7 +186,8 @@ function orphanMinimaxEnd(bare: string): string | null {
  * `parameter>` (a value ending in `parameter` itself keeps it: `setparameterparameter>`). Read
  * only when the whole output is such invokes: each names a declared tool; a value runs to the
  * FIRST `parameter>` after it, which a line break and the next `parameter name="` or `invoke>`
- * must follow (a value holding `parameter>` is text); a key once per invoke; no `<` in a value
+ * must follow (a value holding `parameter>` is text); a key once per invoke; no `<` in a value,
+ * nor the text of another tag (`parameter name="`, `invoke name="`, `invoke>`: a closer was lost)
  * (where the model dropped `<` from tags, one in a value may be gone too); and the arguments fit
  * the schema (SCHEMA_GATED). Returns the invokes with their brackets, for MiniMax's own reader.
  */
@@ -224,7 +225,14 @@ function bracketlessInvokes(bare: string, ctx: ParseContext): string | null {
       if (!gap.includes('\n') || !(bare.startsWith(BL_PARAM, after) || bare.startsWith(BL_INVOKE_END, after)))
         return null;
       const value = bare.slice(k.end, close);
-      if (value.includes('<')) return null;
+      // a value holding a tag of its own shape is a closer lost, not text: where it ends is a guess
+      if (
+        value.includes('<') ||
+        value.includes(BL_PARAM) ||
+        value.includes(BL_INVOKE) ||
+        value.includes(BL_INVOKE_END)
+      )
+        return null;
       out.push(`<parameter name="${k.name}">${value}</parameter>`);
       i = after;
     }

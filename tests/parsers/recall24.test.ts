@@ -133,6 +133,9 @@ describe("MiniMax-M2's invoke without its brackets (exo-explore/exo#1882)", () =
       'invoke name="get_weather">\nparameter name="location">Parisparameter>parameter>\ninvoke>',
       'invoke name="get_weather">\nparameter name="location">Parisparameter> x\ninvoke>',
       'invoke name="get_weather">\nparameter name="location">Parisparameter>invoke>',
+      // a value holding the text of another tag: the first value's closer was lost
+      'invoke name="get_weather">\nparameter name="location">x\ninvoke>\ninvoke name="get_weather">\nparameter name="location">yparameter>\ninvoke>',
+      'invoke name="get_weather">\nparameter name="location">x\nparameter name="days">3parameter>\ninvoke>',
       // a value holding '<' (a dropped '<' in it cannot be told)
       'invoke name="get_weather">\nparameter name="location">a<bparameter>\ninvoke>',
       // no invoke> closer, no value closer, a key twice, the name unquoted
