@@ -66,6 +66,7 @@ export function backendHint(f: FamilyParser, vllmOverride?: string, kind?: Backe
 const SCHEMA_GATED: ReadonlySet<string> = new Set([
   'args-key',
   'attribute-arguments',
+  'bracketless-tags',
   'dsml-tool-tag',
   'escaped-quotes',
   'unbracketed-list',

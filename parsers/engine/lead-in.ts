@@ -70,6 +70,59 @@ function reasoningFenceEnd(t: string): number {
     ? end
     : -1;
 }
+/**
+ * A reasoning block opening the output as Open WebUI renders a model's reasoning into content,
+ * and Z.ai's web chat (GLM-4.5 to GLM-5) streams it (recall24):
+ *   <details type="reasoning" done="true" duration="3">
+ *   <summary>Thought for 3 seconds</summary>
+ *   > …
+ *   </details>
+ * It is the model's own deliberation, so it is skipped as a reasoning fence is; its text stays
+ * content byte for byte. The opener is exactly `<details type="reasoning"` with only quoted
+ * attributes after it, the closer the first `</details>` that starts a line and ends one. A lone
+ * `</details>` line first in the output is such a block's close whose opening went to the
+ * reasoning channel (a client that splits Z.ai's thinking phase off; izaart95-jpg/GLM-Free-API#38).
+ * At most REASONING_DETAILS_MAX code units; longer, the watch stops.
+ */
+const DETAILS_OPEN = /^<details type="reasoning"(?:[ \t]+[a-z_-]{1,16}="[^"<>\n]{0,64}"){0,8}[ \t]*>/;
+const DETAILS_CLOSE = '</details>';
+const REASONING_DETAILS_MAX = 16384;
+/** What may open a details block (a prefix of `<details type="reasoning"`, or of its close). */
+const DETAILS_START = '<details type="reasoning"';
+/** Is the line ended at `at` (blanks, then a line break or the end)? -1: no; else the break's end. */
+function lineEndAfter(t: string, at: number): number {
+  let j = at;
+  while (t.charCodeAt(j) === 0x20 || t.charCodeAt(j) === 0x09 || t.charCodeAt(j) === 0x0d) j++;
+  if (j === t.length) return j;
+  return t.charCodeAt(j) === 0x0a ? j + 1 : -1;
+}
+/**
+ * The end of a reasoning details block (or a lone close) opening `t` (its close at most
+ * REASONING_DETAILS_MAX in): the index after its `</details>`, -1 when `t` holds none, -2 when
+ * `t` opens with no such block. The lead-in's walk finds the same end incrementally (detailsEnd).
+ */
+function reasoningDetailsEnd(t: string): number {
+  if (t.startsWith(DETAILS_CLOSE)) {
+    return lineEndAfter(t, DETAILS_CLOSE.length) >= 0 ? DETAILS_CLOSE.length : -2;
+  }
+  const open = DETAILS_OPEN.exec(t);
+  if (!open) return -2;
+  let at = open[0].length;
+  for (;;) {
+    const c = t.indexOf(DETAILS_CLOSE, at);
+    if (c < 0 || c > REASONING_DETAILS_MAX) return -1;
+    if (t.charCodeAt(c - 1) === 0x0a && lineEndAfter(t, c + DETAILS_CLOSE.length) >= 0)
+      return c + DETAILS_CLOSE.length;
+    at = c + 1;
+  }
+}
+/** The end of a reasoning preface (a fence or a details block) opening `t` whole, or -1. */
+function reasoningPrefaceEnd(t: string): number {
+  const fence = reasoningFenceEnd(t);
+  if (fence >= 0) return fence;
+  const d = reasoningDetailsEnd(t);
+  return d >= 0 ? d : -1;
+}
 /** Longest fence language read (a longer first line is no call fence). */
 const MAX_LANG = 16;
 /** Blanks allowed between `[` and `{` of a call list. */
@@ -161,7 +214,7 @@ const CJK_END = new Set(['。', '：', '！']);
  */
 export function announces(lead: string, ctx: ParseContext): boolean {
   let t = lead.trim();
-  const fence = reasoningFenceEnd(t);
+  const fence = reasoningPrefaceEnd(t);
   if (fence >= 0) {
     t = t.slice(fence).trim();
     if (t === '') return true;
@@ -324,6 +377,8 @@ export class LeadInWatch {
   private base = -1;
   private held: ScanEvent[] = [];
   private heldLen = 0;
+  /** Where the search for a reasoning details block's close goes on (-1: its opener not read yet). */
+  private detailsFrom = -1;
   /** Built at the first boundary that may start a candidate (most outputs never get one). */
   private cands: Candidates | null = null;
   private readonly firsts: Set<number>;
@@ -419,6 +474,19 @@ export class LeadInWatch {
           p = this.base;
           Object.assign(this, { last: 0x60, gap: false, newline: false });
         }
+      } else if (text.charCodeAt(this.first) === 0x3c) {
+        // a reasoning details block opening the output (or its lone close): walked over whole
+        const end = this.detailsEnd(text, final);
+        if (end === 'wait') {
+          Object.assign(this, { next: this.first + 1 });
+          return this.pass(this.first);
+        }
+        if (end === 'stop') return this.stop();
+        this.base = end < 0 ? this.first : end;
+        if (end >= 0) {
+          p = end;
+          Object.assign(this, { last: 0x3e, gap: false, newline: false });
+        }
       } else this.base = this.first;
     }
     const limit = this.base + PREFACE_MAX;
@@ -463,6 +531,53 @@ export class LeadInWatch {
     Object.assign(this, { next: p, last, gap, newline });
     if (p > limit) return this.stop();
     return this.pass(text.length);
+  }
+
+  /**
+   * Where a reasoning details block (or its lone close) opening the output at `first` ends:
+   * the index after its `</details>`, -1 when the output opens with none, 'wait' while more text
+   * may decide, 'stop' when the block runs past REASONING_DETAILS_MAX or the output ends in it.
+   * The close is searched from where the last call stopped, so a long block is walked once.
+   */
+  private detailsEnd(text: string, final: boolean): number | 'wait' | 'stop' {
+    const f = this.first;
+    const head = text.slice(f, f + DETAILS_START.length);
+    if (text.startsWith(DETAILS_CLOSE, f)) {
+      const e = lineEndAfter(text, f + DETAILS_CLOSE.length);
+      if (e === text.length && !final) return 'wait';
+      return e >= 0 ? f + DETAILS_CLOSE.length : -1;
+    }
+    if (!final && head.length < DETAILS_CLOSE.length && DETAILS_CLOSE.startsWith(head)) return 'wait';
+    if (!text.startsWith(DETAILS_START, f)) {
+      return !final && head.length < DETAILS_START.length && DETAILS_START.startsWith(head) ? 'wait' : -1;
+    }
+    if (this.detailsFrom < 0) {
+      const gt = text.indexOf('>', f + DETAILS_START.length);
+      const headMax = DETAILS_START.length + 8 * 84 + 16;
+      if (gt < 0 || gt - f > headMax) return gt < 0 && !final && text.length - f <= headMax ? 'wait' : -1;
+      const open = DETAILS_OPEN.exec(text.slice(f, gt + 1));
+      if (!open || open[0].length !== gt + 1 - f) return -1;
+      this.detailsFrom = gt + 1;
+    }
+    const max = f + REASONING_DETAILS_MAX;
+    for (;;) {
+      const c = text.indexOf(DETAILS_CLOSE, this.detailsFrom);
+      if (c < 0 || c > max) {
+        if (c > max || text.length > max + DETAILS_CLOSE.length || final) return 'stop';
+        // a close may be cut at the end: search again from where it could start
+        this.detailsFrom = Math.max(this.detailsFrom, text.length - DETAILS_CLOSE.length + 1);
+        return 'wait';
+      }
+      if (text.charCodeAt(c - 1) === 0x0a) {
+        const e = lineEndAfter(text, c + DETAILS_CLOSE.length);
+        if (e === text.length && !final) {
+          this.detailsFrom = c;
+          return 'wait';
+        }
+        if (e >= 0) return c + DETAILS_CLOSE.length;
+      }
+      this.detailsFrom = c + 1;
+    }
   }
 
   /** Is `p` inside a text event or at the start of an event (never inside an envelope's raw)? */

@@ -18,7 +18,9 @@ import { defineFamily } from '../engine/define.js';
 import type { EnvelopeMatch } from '../engine/family.js';
 import type { ParseContext, ParsedCall } from '../types.js';
 import { skipWs, trimEndIndex } from '../kit/json-scan.js';
+import { readXmlCalls } from '../kit/long-tail.js';
 import { readImprovisedCalls } from '../kit/structured-reader.js';
+import { MINIMAX_INVOKE } from './minimax-m2.js';
 
 /** What may follow a declared name at the start of an output for it to be held as a possible call. */
 const NAME_FOLLOWERS = ['(', ' (', '{', ' {', '\n{', ':', ' :'];
@@ -173,6 +175,74 @@ function orphanMinimaxEnd(bare: string): string | null {
   return null;
 }
 
+/**
+ * Near miss (recall24, repair `bracketless-tags`): MiniMax-M2's invoke with every tag's `<` and
+ * `</` left out, as MLX builds of MiniMax-M2.1 to M2.7 write it (exo-explore/exo#1882,
+ * ml-explore/mlx-lm#1145):
+ *   invoke name="get_weather">
+ *   parameter name="location">Parisparameter>
+ *   invoke>
+ * The closer lost exactly what the openers lost, so a value is the text before its
+ * `parameter>` (a value ending in `parameter` itself keeps it: `setparameterparameter>`). Read
+ * only when the whole output is such invokes: each names a declared tool; a value runs to the
+ * FIRST `parameter>` after it, which a line break and the next `parameter name="` or `invoke>`
+ * must follow (a value holding `parameter>` is text); a key once per invoke; no `<` in a value,
+ * nor the text of another tag (`parameter name="`, `invoke name="`, `invoke>`: a closer was lost)
+ * (where the model dropped `<` from tags, one in a value may be gone too); and the arguments fit
+ * the schema (SCHEMA_GATED). Returns the invokes with their brackets, for MiniMax's own reader.
+ */
+const BL_INVOKE = 'invoke name="';
+const BL_PARAM = 'parameter name="';
+const BL_PARAM_END = 'parameter>';
+const BL_INVOKE_END = 'invoke>';
+function bracketlessInvokes(bare: string, ctx: ParseContext): string | null {
+  if (!bare.startsWith(BL_INVOKE)) return null;
+  const out: string[] = [];
+  let i = 0;
+  const head = (from: number): { name: string; end: number } | null => {
+    const q = bare.indexOf('"', from);
+    if (q < 0 || bare.charCodeAt(q + 1) !== 0x3e) return null;
+    const name = bare.slice(from, q);
+    return name === '' || /[\s<>"=]/.test(name) ? null : { name, end: q + 2 };
+  };
+  while (i < bare.length) {
+    if (!bare.startsWith(BL_INVOKE, i)) return null;
+    const h = head(i + BL_INVOKE.length);
+    if (!h) return null;
+    const tool = ctx.tools.get(h.name);
+    if (!tool) return null;
+    out.push(`<invoke name="${h.name}">`);
+    i = skipWs(bare, h.end);
+    const keys = new Set<string>();
+    while (bare.startsWith(BL_PARAM, i)) {
+      const k = head(i + BL_PARAM.length);
+      if (!k || keys.has(k.name)) return null;
+      keys.add(k.name);
+      const close = bare.indexOf(BL_PARAM_END, k.end);
+      if (close < 0) return null;
+      const after = skipWs(bare, close + BL_PARAM_END.length);
+      const gap = bare.slice(close + BL_PARAM_END.length, after);
+      if (!gap.includes('\n') || !(bare.startsWith(BL_PARAM, after) || bare.startsWith(BL_INVOKE_END, after)))
+        return null;
+      const value = bare.slice(k.end, close);
+      // a value holding a tag of its own shape is a closer lost, not text: where it ends is a guess
+      if (
+        value.includes('<') ||
+        value.includes(BL_PARAM) ||
+        value.includes(BL_INVOKE) ||
+        value.includes(BL_INVOKE_END)
+      )
+        return null;
+      out.push(`<parameter name="${k.name}">${value}</parameter>`);
+      i = after;
+    }
+    if (!bare.startsWith(BL_INVOKE_END, i)) return null;
+    out.push('</invoke>');
+    i = skipWs(bare, i + BL_INVOKE_END.length);
+  }
+  return out.join('\n');
+}
+
 /** DeepSeek's DSML special token (`｜` is U+FF5C), as it prefixes the tags of its own blocks. */
 const DSML = '｜DSML｜';
 
@@ -201,6 +271,16 @@ function matchWhole(text: string, ctx: ParseContext): EnvelopeMatch | null {
   const unwrapped = unwrap(text.trim());
   const dsml = dsmlToolTag(unwrapped, ctx);
   const orphan = dsml === null ? orphanMinimaxEnd(unwrapped) : null;
+  const bracketless = dsml === null && orphan === null ? bracketlessInvokes(unwrapped, ctx) : null;
+  if (bracketless !== null) {
+    // MiniMax's own reader: a declared string stays byte for byte
+    const read = readXmlCalls(bracketless, MINIMAX_INVOKE, ctx);
+    if ('error' in read) return null;
+    return {
+      end: text.length,
+      calls: read.calls.map((c) => ({ ...c, repairs: [...(c.repairs ?? []), 'bracketless-tags'] })),
+    };
+  }
   const bare = dsml ?? orphan ?? unwrapped;
   const fenced = bare.startsWith('```') ? fenceBody(bare) : null;
   if (bare.startsWith('```') && fenced === null) return null;
@@ -246,6 +326,8 @@ export const improvised = defineFamily({
     '<function_calls>',
     '<function_call>',
     '<invoke ',
+    // MiniMax-M2's invoke without its brackets (bracketlessInvokes)
+    'invoke name="',
     'print(default_api.',
     'print(functions.',
     'default_api.',

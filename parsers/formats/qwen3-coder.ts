@@ -353,6 +353,45 @@ function parameterForFunction(
   return finishMatch(read, close + WRAP_CLOSE.length, false);
 }
 
+/** The longest tool name OpenAI's API takes: a longer `<NAME>` is no element for a function. */
+const MAX_TOOL_NAME = 64;
+
+/**
+ * Near miss (recall24, repair `element-for-function`): a wrapped call opened with an element
+ * named after the tool, `<NAME>`, where `<function=NAME>` belongs, the rest Qwen3-Coder's:
+ * `<tool_call>\n<read>\n<parameter=filePath>\n…\n</parameter>\n</function>\n</tool_call>`
+ * (Qwen3.6 27B and 9B under OpenCode, anomalyco/opencode#30061). Read only when NAME is exactly a
+ * declared tool (no attribute, no blank), a `<parameter=` follows it, the body with that one tag
+ * swapped reads strictly as functions to declared tools (each closed by `</function>`), and every
+ * call's arguments fit its schema; else `<tool_call>` is not this family's, as before.
+ */
+function elementForFunction(
+  text: string,
+  j: number,
+  final: boolean,
+  ctx: ParseContext,
+  find: Find,
+): MatchResult {
+  if (text.charCodeAt(j) !== 0x3c) return null;
+  const gt = find('>', j + 1);
+  if (gt < 0 || gt - j - 1 > MAX_TOOL_NAME)
+    return gt < 0 && !final && text.length - j - 1 <= MAX_TOOL_NAME ? 'need-more' : null;
+  const name = text.slice(j + 1, gt);
+  if (!ctx.tools.has(name)) return null;
+  const k = peekNonWs(text, gt + 1, final);
+  if (k === 'need-more') return k;
+  if (k === 'end') return null;
+  const p = expectLiteral(text, k, P_OPEN, final);
+  if (p !== 'yes') return p === 'need-more' ? p : null;
+  const close = find(WRAP_CLOSE, gt);
+  if (close < 0) return final ? null : 'need-more';
+  const read = readFunctions(`${FN_OPEN}${name}>${text.slice(gt + 1, close)}`, ctx, false);
+  if ('error' in read) return null;
+  if (!allFitDeclared(read.calls, ctx)) return null;
+  read.calls[0]!.repairs = [...(read.calls[0]!.repairs ?? []), 'element-for-function'];
+  return finishMatch(read, close + WRAP_CLOSE.length, false);
+}
+
 function matchWrapped(
   text: string,
   start: number,
@@ -367,7 +406,9 @@ function matchWrapped(
   const fn = expectLiteral(text, j, FN_OPEN, final);
   if (fn === 'no') {
     const p = parameterForFunction(text, j, final, ctx, find);
-    return p !== null ? p : sentenceBeforeFunctions(text, j, final, ctx, find);
+    if (p !== null) return p;
+    const e = elementForFunction(text, j, final, ctx, find);
+    return e !== null ? e : sentenceBeforeFunctions(text, j, final, ctx, find);
   }
   if (fn !== 'yes') return 'need-more';
   const walked = structuralWrapped(text, j, ctx, final);
