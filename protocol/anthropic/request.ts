@@ -133,11 +133,43 @@ function documentParts(block: unknown, path: string): ContentPart[] {
 }
 
 /**
+ * The block types of the Messages API toolproof knows (@anthropic-ai/sdk's ContentBlockParam and
+ * BetaContentBlockParam, and the tool_result blocks): one where its role or place does not take
+ * it (a tool_use in a user turn, a document in the assistant's) is the client's error, a 400.
+ * Hosted tools' blocks are known by their names (isHostedBlock).
+ */
+const KNOWN_BLOCKS: ReadonlySet<string> = new Set([
+  'text',
+  'image',
+  'document',
+  'search_result',
+  'thinking',
+  'redacted_thinking',
+  'tool_use',
+  'tool_result',
+  'tool_reference',
+  'container_upload',
+  'compaction',
+  'tool_addition',
+  'tool_removal',
+  'fallback',
+]);
+
+/** Is this a block of a type toolproof does not know (a newer API's)? */
+function isUnknownBlock(type: unknown): boolean {
+  return !(typeof type === 'string' && (KNOWN_BLOCKS.has(type) || isHostedBlock(type)));
+}
+
+/**
  * A user or tool_result block of a type toolproof does not know (a newer API's), as a chat part
  * of the same type and fields: the backend may take it, and one whose parser refuses it has it as
- * text from then on (policies/unknown-parts). Before, a 400 here on every later turn.
+ * text from then on (policies/unknown-parts). Before, a 400 here on every later turn. A known type
+ * out of its place is the client's error: a 400 saying `where` it cannot stand.
  */
-function unknownBlockPart(block: Record<string, unknown>): ContentPart {
+function unknownBlockPart(block: unknown, path: string, where: string): ContentPart {
+  if (!isObject(block)) throw invalid(path, `"${path}" must be an object.`);
+  if (!isUnknownBlock(block.type))
+    throw invalid(`${path}.type`, `A "${String(block.type)}" block cannot stand in ${where}.`);
   return { ...block, type: typeof block.type === 'string' ? block.type : '' };
 }
 
@@ -166,8 +198,7 @@ function toolResultMessage(block: ToolResultBlock, path: string): ChatMessage {
         if (typeof name !== 'string' || name === '')
           throw invalid(`${p}.tool_name`, `"${p}.tool_name" must be a non-empty string.`);
         parts.push({ type: 'text', text: `Tool ${name} loaded: it can be called now.` });
-      } else if (isObject(b)) parts.push(unknownBlockPart(b));
-      else throw invalid(p, `"${p}" must be an object.`);
+      } else parts.push(unknownBlockPart(b, p, 'a tool_result'));
     });
   } else if (content !== undefined && content !== null) {
     throw invalid(`${path}.content`, `"${path}.content" must be a string or an array of blocks.`);
@@ -215,10 +246,7 @@ function userMessages(msg: MessageParam, path: string): ChatMessage[] {
         tools.push(toolResultMessage(block, p));
         break;
       default:
-        if (!isObject(block)) throw invalid(p, `"${p}" must be an object.`);
-        // A hosted tool's block where the API puts it in the assistant's turn: its note.
-        if (isHostedBlock(block.type)) parts.push({ type: 'text', text: hostedBlockNote(block) });
-        else parts.push(unknownBlockPart(block));
+        parts.push(unknownBlockPart(block, p, 'a user message'));
     }
   });
   const out = tools;
@@ -282,6 +310,8 @@ function assistantMessage(msg: MessageParam, path: string): ChatMessage {
           break;
         }
         if (!isObject(block)) throw invalid(p, `"${p}" must be an object.`);
+        if (!isUnknownBlock(block.type))
+          throw invalid(`${p}.type`, `A "${String(block.type)}" block cannot stand in an assistant message.`);
         // A block of a type toolproof does not know (a newer API's, a session begun there): a
         // line naming its type, the same every turn; a 400 came back with every later turn.
         content += `${atLineStart ? '' : '\n'}${unknownItemNote(block.type, 'block')}\n`;

@@ -101,6 +101,13 @@ function toChatPart(part: InputContent, param: string): ContentPart {
         throw invalid(param, `${param}: input_audio needs input_audio.data (base64) and input_audio.format.`);
       return { type: 'input_audio', input_audio: { data: audio.data, format: audio.format } };
     }
+    case 'refusal':
+    case 'summary_text':
+    case 'reasoning_text':
+    case 'output_audio':
+      // Known types of the model's output (an assistant message, a reasoning item): out of their
+      // place, the client's error.
+      throw invalid(`${param}.type`, `${param}: a "${part.type}" part cannot stand in this message.`);
     default:
       // A part of a type toolproof does not know (a newer API's): as it came, a chat part of the
       // same type and fields. The backend may take it; one whose parser refuses it has it as text
