@@ -1,7 +1,7 @@
 /**
  * The one explicit policy table. Order matters and is the pipeline order on both sides:
  *
- *   request:  preserve-thinking -> hosted-tools -> (content: documents .. tool-result-cap, truncation) -> history-repair -> single-call-turns -> single-choice
+ *   request:  preserve-thinking -> hosted-tools -> (content: unknown-parts, documents .. tool-result-cap, truncation) -> history-repair -> single-call-turns -> single-choice
  *             -> tool-fields -> tool-names -> force-tool-use
  *             -> guided-schema -> stream-logprobs -> upstream-request
  *   response: tool-names (calls back under the client's names)
@@ -24,6 +24,7 @@ import { imageLimitPolicy } from './image-limit/index.js';
 import { audioPolicy } from './audio/index.js';
 import { audioDecodePolicy } from './audio-decode/index.js';
 import { videoPolicy } from './video/index.js';
+import { unknownPartsPolicy } from './unknown-parts/index.js';
 import { toolResultCapPolicy } from './tool-result-cap/index.js';
 import { truncationPolicy } from './truncation/index.js';
 import { forceToolUsePolicy } from './force-tool-use/index.js';
@@ -53,6 +54,8 @@ const TABLE = [
   preserveThinkingPolicy,
   // Before any rewrite: a request the model refuses (hostedTools: reject) is refused as it came.
   hostedToolsPolicy,
+  // First of the content: a part the backend's parser refused is text before the rest read it.
+  unknownPartsPolicy,
   documentsPolicy,
   imagesPolicy,
   // After images: a model that cannot see has its images as notes already, fetched or not.

@@ -16,6 +16,13 @@
  *   "function" role (llama-server's Jinja raises, and its 500 or vLLM's 400 came back on every
  *   turn). A function message no call is left for goes as a tool message that answers nothing:
  *   history repair makes it the note it makes of any orphan result.
+ * - a Responses-shaped text part (`input_text`, `output_text`: clients that build chat bodies from
+ *   Responses items, or mix the two) as a `text` part with the same text. vLLM reads both as
+ *   text; llama-server's parser answers either with its 400 "unsupported content[].type".
+ * - an Anthropic-shaped image block (`{type: "image", source: {type: "base64", media_type, data}}`
+ *   or a `url` source; clients and proxies that pass Messages content to a chat endpoint) as the
+ *   `image_url` part Messages' own door makes of it (a data URL, or the URL): both backends answer
+ *   `image` with their 400 for a type they do not know, and the images policy can then note it.
  * - an `image_url` part whose `image_url` is the URL string itself (older LangChain and hand-rolled
  *   clients) as `{url}`: llama-server reads `image_url.url` (a string has none: no image, refused)
  *   and vLLM validates the part against OpenAI's object shape (its 400).
@@ -23,11 +30,24 @@
  * refused for the rest of the session. Pure, and the same bytes for the same message on every
  * turn (docs/prefix.md).
  */
+import { imageSourceUrl } from './anthropic/request.js';
 import { isObject } from './is-object.js';
 import type { ChatCompletionRequest, ChatMessage, ContentPart } from './openai.js';
 
 function isRefusal(p: unknown): p is { type: 'refusal'; refusal: string } {
   return isObject(p) && p.type === 'refusal' && typeof p.refusal === 'string';
+}
+
+/** A Responses text part (`input_text`, `output_text`) that carries its text. */
+function isResponsesText(p: unknown): p is { type: string; text: string } {
+  return isObject(p) && (p.type === 'input_text' || p.type === 'output_text') && typeof p.text === 'string';
+}
+
+/** An Anthropic image block's image as an `image_url` part, or undefined for another part. */
+function anthropicImage(p: unknown): ContentPart | undefined {
+  if (!isObject(p) || p.type !== 'image') return undefined;
+  const url = imageSourceUrl(p.source);
+  return url === undefined ? undefined : { type: 'image_url', image_url: { url } };
 }
 
 /** An `image_url` part whose image_url is the URL itself (older LangChain, hand-rolled clients). */
@@ -41,9 +61,13 @@ function forBackend(m: ChatMessage): ChatMessage {
   if (m.role === 'developer') return { ...m, role: 'system' };
   if (!Array.isArray(m.content)) return m;
   const refusals = m.role === 'assistant' && m.content.some(isRefusal);
-  if (!refusals && !m.content.some(isBareImage)) return m;
+  const foreign = (p: unknown) => isBareImage(p) || isResponsesText(p) || anthropicImage(p) !== undefined;
+  if (!refusals && !m.content.some(foreign)) return m;
   const content = (m.content as unknown[]).map((p) => {
     if (refusals && isRefusal(p)) return { type: 'text', text: p.refusal };
+    if (isResponsesText(p)) return { type: 'text', text: p.text };
+    const image = anthropicImage(p);
+    if (image) return image;
     if (isBareImage(p)) {
       const { image_url: url, ...rest } = p;
       return { ...rest, image_url: { url } };

@@ -110,6 +110,16 @@ export function isHostedItem(type: string): boolean {
   return HOSTED_ITEMS.test(type);
 }
 
+/**
+ * The line an assistant-side block or an item of a type toolproof does not know becomes (a newer
+ * API's, from a session begun there): its type alone, so the same bytes every turn. Refused, it
+ * came back with every later turn and the session was dead.
+ */
+export function unknownItemNote(type: unknown, what: 'block' | 'item'): string {
+  const name = typeof type === 'string' && type !== '' ? type.slice(0, 64).replace(/[^\w.:-]/g, '?') : 'none';
+  return `[${what} of type "${name}" from the API this conversation began on left out: toolproof does not know this type]`;
+}
+
 /** The names of the tools a `tool_search_output` loaded (functions, and namespaces by name). */
 function toolNames(tools: unknown): string | undefined {
   if (!Array.isArray(tools)) return undefined;

@@ -44,6 +44,9 @@ const JINJA = {
 
 const NINE = /^[a-zA-Z0-9]{9}$/;
 
+/** The part types llama-server's parser takes (tools/server/server-common.cpp). */
+const LLAMA_PART_TYPES: ReadonlySet<string> = new Set(['text', 'image_url', 'input_audio', 'input_video']);
+
 function templateError(
   messages: Obj[],
   template: LlamaTemplate | undefined,
@@ -95,8 +98,7 @@ function messageErrors(messages: unknown[], vision: boolean, audio: boolean): Si
           return bad(
             'video input is not supported - hint: if this is unexpected, you may need to provide the mmproj',
           );
-        if (isObj(part) && (part.type === 'video_url' || part.type === 'audio_url'))
-          return bad('unsupported content[].type');
+        if (isObj(part) && !LLAMA_PART_TYPES.has(String(part.type))) return bad('unsupported content[].type');
         if (
           isObj(part) &&
           ((part.type === 'image_url' && !vision) || (part.type === 'input_audio' && !audio))

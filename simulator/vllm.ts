@@ -22,6 +22,26 @@ import type { SimulatorOptions } from './types.js';
 /** The media parts vLLM's chat parser takes (a text-only model refuses each). */
 const MEDIA_PARTS: ReadonlySet<string> = new Set(['image_url', 'input_audio', 'audio_url', 'video_url']);
 
+/**
+ * The part types vLLM's chat parser takes (vllm/entrypoints/chat_utils.py, MM_PARSER_MAP); any
+ * other raises NotImplementedError("Unknown part type: <type>"), a 400.
+ */
+const VLLM_PART_TYPES: ReadonlySet<string> = new Set([
+  'text',
+  'thinking',
+  'input_text',
+  'output_text',
+  'input_image',
+  'image_url',
+  'image_embeds',
+  'audio_embeds',
+  'image_pil',
+  'audio_url',
+  'input_audio',
+  'refusal',
+  'video_url',
+]);
+
 type Obj = Record<string, unknown>;
 
 const TYPE_BY_STATUS: Record<number, string> = {
@@ -192,6 +212,11 @@ function validate(body: Obj, options: SimulatorOptions): SimError | null {
     )
   )
     return bad(`${served} is not a multimodal model None`);
+  for (const m of messages)
+    if (Array.isArray(m.content))
+      for (const p of m.content)
+        if (isObj(p) && typeof p.type === 'string' && !VLLM_PART_TYPES.has(p.type))
+          return bad(`Unknown part type: ${p.type}`);
   if (options.imageLimit !== undefined) {
     // --limit-mm-per-prompt '{"image": N}' (vllm/entrypoints/chat_utils.py, the item tracker).
     let images = 0;

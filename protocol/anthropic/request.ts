@@ -24,7 +24,13 @@ import type {
 import { pushAll } from '../append-all.js';
 import { stringifyJson } from '../lossless-json.js';
 import { isObject } from '../is-object.js';
-import { compactionText, containerUploadNote, hostedBlockNote, isHostedBlock } from '../hosted-history.js';
+import {
+  compactionText,
+  containerUploadNote,
+  hostedBlockNote,
+  isHostedBlock,
+  unknownItemNote,
+} from '../hosted-history.js';
 
 /** Tells the model a tool failed (chat tool messages have no error flag). */
 export const TOOL_ERROR_PREFIX = '[tool error] ';
@@ -39,16 +45,24 @@ function text(block: unknown, path: string): string {
   return block.text;
 }
 
+/**
+ * An image source's URL as chat's image_url takes it: a base64 source as a data URL, a url source
+ * as its URL; undefined for another (chat-backend-shapes reads image blocks sent to chat so too).
+ */
+export function imageSourceUrl(src: unknown): string | undefined {
+  if (isObject(src) && src.type === 'base64' && typeof src.data === 'string') {
+    const media = typeof src.media_type === 'string' ? src.media_type : 'image/png';
+    return `data:${media};base64,${src.data}`;
+  }
+  if (isObject(src) && src.type === 'url' && typeof src.url === 'string') return src.url;
+  return undefined;
+}
+
 /** An image block as a chat image part: base64 sources become data URLs. */
 function imagePart(block: ImageBlock, path: string): ContentPart {
   const src = block.source as unknown;
-  if (isObject(src) && src.type === 'base64' && typeof src.data === 'string') {
-    const media = typeof src.media_type === 'string' ? src.media_type : 'image/png';
-    return { type: 'image_url', image_url: { url: `data:${media};base64,${src.data}` } };
-  }
-  if (isObject(src) && src.type === 'url' && typeof src.url === 'string') {
-    return { type: 'image_url', image_url: { url: src.url } };
-  }
+  const url = imageSourceUrl(src);
+  if (url !== undefined) return { type: 'image_url', image_url: { url } };
   // A Files API image: toolproof has no file store, so a `file` part naming it, which the
   // documents policy turns into a note (a 400 would come back on every later turn).
   if (isObject(src) && src.type === 'file' && typeof src.file_id === 'string' && src.file_id !== '')
@@ -118,6 +132,47 @@ function documentParts(block: unknown, path: string): ContentPart[] {
   );
 }
 
+/**
+ * The block types of the Messages API toolproof knows (@anthropic-ai/sdk's ContentBlockParam and
+ * BetaContentBlockParam, and the tool_result blocks): one where its role or place does not take
+ * it (a tool_use in a user turn, a document in the assistant's) is the client's error, a 400.
+ * Hosted tools' blocks are known by their names (isHostedBlock).
+ */
+const KNOWN_BLOCKS: ReadonlySet<string> = new Set([
+  'text',
+  'image',
+  'document',
+  'search_result',
+  'thinking',
+  'redacted_thinking',
+  'tool_use',
+  'tool_result',
+  'tool_reference',
+  'container_upload',
+  'compaction',
+  'tool_addition',
+  'tool_removal',
+  'fallback',
+]);
+
+/** Is this a block of a type toolproof does not know (a newer API's)? */
+function isUnknownBlock(type: unknown): boolean {
+  return !(typeof type === 'string' && (KNOWN_BLOCKS.has(type) || isHostedBlock(type)));
+}
+
+/**
+ * A user or tool_result block of a type toolproof does not know (a newer API's), as a chat part
+ * of the same type and fields: the backend may take it, and one whose parser refuses it has it as
+ * text from then on (policies/unknown-parts). Before, a 400 here on every later turn. A known type
+ * out of its place is the client's error: a 400 saying `where` it cannot stand.
+ */
+function unknownBlockPart(block: unknown, path: string, where: string): ContentPart {
+  if (!isObject(block)) throw invalid(path, `"${path}" must be an object.`);
+  if (!isUnknownBlock(block.type))
+    throw invalid(`${path}.type`, `A "${String(block.type)}" block cannot stand in ${where}.`);
+  return { ...block, type: typeof block.type === 'string' ? block.type : '' };
+}
+
 /** Text and images as chat content: a plain string when there is no image. */
 function userContent(parts: ContentPart[]): string | ContentPart[] {
   if (parts.every((p) => p.type === 'text')) return parts.map((p) => p.text ?? '').join('\n\n');
@@ -143,13 +198,7 @@ function toolResultMessage(block: ToolResultBlock, path: string): ChatMessage {
         if (typeof name !== 'string' || name === '')
           throw invalid(`${p}.tool_name`, `"${p}.tool_name" must be a non-empty string.`);
         parts.push({ type: 'text', text: `Tool ${name} loaded: it can be called now.` });
-      } else {
-        const type = String((b as { type?: unknown } | null)?.type);
-        throw invalid(
-          `${p}.type`,
-          `A tool_result may hold text, image, document, search_result and tool_reference blocks only, not "${type}".`,
-        );
-      }
+      } else parts.push(unknownBlockPart(b, p, 'a tool_result'));
     });
   } else if (content !== undefined && content !== null) {
     throw invalid(`${path}.content`, `"${path}.content" must be a string or an array of blocks.`);
@@ -197,10 +246,7 @@ function userMessages(msg: MessageParam, path: string): ChatMessage[] {
         tools.push(toolResultMessage(block, p));
         break;
       default:
-        throw invalid(
-          `${p}.type`,
-          `Unsupported content block type "${String(block?.type)}" in a user message.`,
-        );
+        parts.push(unknownBlockPart(block, p, 'a user message'));
     }
   });
   const out = tools;
@@ -263,10 +309,14 @@ function assistantMessage(msg: MessageParam, path: string): ChatMessage {
           atLineStart = true;
           break;
         }
-        throw invalid(
-          `${p}.type`,
-          `Unsupported content block type "${String(block?.type)}" in an assistant message.`,
-        );
+        if (!isObject(block)) throw invalid(p, `"${p}" must be an object.`);
+        if (!isUnknownBlock(block.type))
+          throw invalid(`${p}.type`, `A "${String(block.type)}" block cannot stand in an assistant message.`);
+        // A block of a type toolproof does not know (a newer API's, a session begun there): a
+        // line naming its type, the same every turn; a 400 came back with every later turn.
+        content += `${atLineStart ? '' : '\n'}${unknownItemNote(block.type, 'block')}\n`;
+        atLineStart = true;
+        break;
     }
   });
   const out: ChatMessage = {

@@ -7,7 +7,7 @@
 import { ToolproofError } from '../errors.js';
 import type { ChatMessage, ContentPart, ToolCall } from '../openai.js';
 import { fileDataUrl, filePart } from '../file-part.js';
-import { compactionText, hostedItemNote, isHostedItem } from '../hosted-history.js';
+import { compactionText, hostedItemNote, isHostedItem, unknownItemNote } from '../hosted-history.js';
 import { COMPACTION_TRIGGER_TEXT, decodeOwnCompaction } from './compaction.js';
 import { decodeReasoning } from './reasoning-token.js';
 import { chatNameOf, type ToolCatalog } from './tools.js';
@@ -101,11 +101,18 @@ function toChatPart(part: InputContent, param: string): ContentPart {
         throw invalid(param, `${param}: input_audio needs input_audio.data (base64) and input_audio.format.`);
       return { type: 'input_audio', input_audio: { data: audio.data, format: audio.format } };
     }
+    case 'refusal':
+    case 'summary_text':
+    case 'reasoning_text':
+    case 'output_audio':
+      // Known types of the model's output (an assistant message, a reasoning item): out of their
+      // place, the client's error.
+      throw invalid(`${param}.type`, `${param}: a "${part.type}" part cannot stand in this message.`);
     default:
-      throw invalid(
-        `${param}.type`,
-        `Content part type "${String(part.type)}" is not supported by toolproof (input_text, input_image, input_file and input_audio are).`,
-      );
+      // A part of a type toolproof does not know (a newer API's): as it came, a chat part of the
+      // same type and fields. The backend may take it; one whose parser refuses it has it as text
+      // from then on (policies/unknown-parts). Before, a 400 here on every later turn.
+      return { ...part, type: typeof part.type === 'string' ? part.type : '' };
   }
 }
 
@@ -279,6 +286,10 @@ export function inputToMessages(
       case 'configuration_update':
         // Settings for the responses after it (request.ts applies the latest); nothing to read.
         return;
+      case 'ghost_snapshot':
+        // Codex's record of the worktree's state (a git commit id) for its undo, kept in its
+        // history beside the model's items: nothing the model reads (Codex leaves it out itself).
+        return;
       case 'function_call': {
         const item = raw as unknown as FunctionCallItem;
         const callId = nonEmpty(item.call_id, `${param}.call_id`);
@@ -382,13 +393,17 @@ export function inputToMessages(
       default: {
         // A hosted tool's item, or a compaction (`/v1/responses/compact`: its summary is
         // encrypted), from a session begun on OpenAI's API: a note in the assistant's turn.
-        if (type !== 'compaction' && !isHostedItem(type))
-          throw invalid(`${param}.type`, `${param}: item type "${type}" is not supported by toolproof.`);
+        // `compaction_summary`: the compaction item's name in Codex's history before it was
+        // `compaction` (codex-rs/protocol models.rs still reads it as an alias). An item of a type
+        // toolproof does not know (a newer API's): a line naming its type. Before, a 400 on every
+        // later turn of the session.
         const t = openTurn();
-        const note =
-          type === 'compaction'
-            ? compactionText(decodeOwnCompaction(raw.encrypted_content), 'toolproof')
-            : hostedItemNote(raw);
+        const compaction = type === 'compaction' || type === 'compaction_summary';
+        const note = compaction
+          ? compactionText(decodeOwnCompaction(raw.encrypted_content), 'toolproof')
+          : isHostedItem(type)
+            ? hostedItemNote(raw)
+            : unknownItemNote(type, 'item');
         // On a line of its own: the turn's text may go on after it.
         const before = typeof t.content === 'string' && t.content !== '' ? `${t.content}\n` : '';
         t.content = `${before}${note}\n`;

@@ -10,6 +10,7 @@ import { OpenAIProvider, OpenAIResponsesCompactionSession, Runner } from '@opena
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Stack, startStack } from '../server/stack.js';
+import { prefixBreak } from './raw-json.js';
 
 type Msg = { role: string; content?: unknown };
 const upstreamMessages = (s: Stack): Msg[][] =>
@@ -59,6 +60,54 @@ describe('responses.compact', () => {
     expect(sent[2]!.content).toBe(
       '[summary of the earlier conversation, written when it was compacted]\nAda asked to remember 42.\n',
     );
+  });
+
+  it("Codex's history after a remote compaction (codex-rs/core compact_remote.rs): the items as Codex sends them back, its ghost snapshots after them, three turns extending each other", async () => {
+    // Codex replaces its history with the endpoint's output items, re-serialized as its
+    // ResponseItem (no ids), and appends its ghost_snapshot items (kept for /undo). Before, the
+    // ghost_snapshot was a 400 on every later turn.
+    const compacted = await stack.client.responses.compact(
+      { model: 'sim', input: [{ role: 'user', content: 'Fix the bug in a.rs.' }] },
+      scenario([{ say: 'The bug is in a.rs line 3.' }]),
+    );
+    const history: Array<Record<string, unknown>> = compacted.output.map((o) => {
+      const { id: _id, status: _status, ...rest } = o as unknown as Record<string, unknown>;
+      return rest;
+    });
+    history.push({
+      type: 'ghost_snapshot',
+      ghost_commit: {
+        id: '5f1c0de',
+        parent: null,
+        preexisting_untracked_files: [],
+        preexisting_untracked_dirs: [],
+      },
+    });
+    other.sim.reset();
+    const bodies: string[] = [];
+    for (let turn = 1; turn <= 3; turn++) {
+      history.push({
+        type: 'message',
+        role: 'user',
+        content: [{ type: 'input_text', text: `go on ${turn}` }],
+      });
+      const r = await other.client.responses.create(
+        { model: 'sim', input: history as never, store: false },
+        { headers: { 'x-sim-scenario': JSON.stringify({ say: `done ${turn}` }) } },
+      );
+      expect(r.output_text).toBe(`done ${turn}`);
+      history.push({
+        type: 'message',
+        role: 'assistant',
+        content: [{ type: 'output_text', text: r.output_text }],
+      });
+      bodies.push(other.sim.requests.at(-1)!.rawBody);
+    }
+    expect(other.sim.requests.filter((q) => q.path.endsWith('/chat/completions'))).toHaveLength(3);
+    for (let k = 1; k < bodies.length; k++) expect(prefixBreak(bodies[k - 1]!, bodies[k]!)).toBeNull();
+    const first = upstreamMessages(other)[0]!;
+    expect(JSON.stringify(first)).toContain('The bug is in a.rs line 3.');
+    expect(JSON.stringify(first)).not.toContain('5f1c0de');
   });
 
   it("the Agents SDK's OpenAIResponsesCompactionSession compacts after a run", async () => {

@@ -362,12 +362,6 @@ describe('Responses API: what toolproof cannot do is a 400 naming the field', ()
     ['unknown tool type', { tools: [weather, { type: 'teleport' }] }, 'tools[1].type', /teleport/],
     ['previous_response_id', { previous_response_id: 'resp_123' }, 'previous_response_id', /not held/],
     [
-      'an item type nobody defines',
-      { input: [{ type: 'teleport_item', id: 'tp_1' }] },
-      'input[0].type',
-      /teleport_item/,
-    ],
-    [
       'hosted tool_choice',
       { tool_choice: { type: 'web_search_preview' } },
       'tool_choice',

@@ -73,6 +73,42 @@ describe('chatForBackends', () => {
     expect(out.messages[1]).toBe(body.messages[1]);
   });
 
+  it('Responses text parts as text parts, Anthropic image blocks as image_url parts; other parts as they are', () => {
+    // input_text / output_text: clients building chat bodies from Responses items (llama-server's
+    // 400 "unsupported content[].type"); an Anthropic image block: proxies passing Messages content
+    // to chat (both backends' 400 for a type they do not know).
+    const odd = { type: 'image', source: { type: 'file', file_id: 'f' } };
+    const body = {
+      model: 'm',
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'input_text', text: 'Look:' },
+            { type: 'image', source: { type: 'base64', media_type: 'image/jpeg', data: 'QUJD' } },
+            { type: 'image', source: { type: 'url', url: 'https://x.example/b.png' } },
+            odd,
+          ],
+        },
+        { role: 'assistant', content: [{ type: 'output_text', text: 'A cat.', annotations: [] }] },
+      ],
+    } as unknown as ChatCompletionRequest;
+    const out = chatForBackends(body)!;
+    expect(out.messages).toEqual([
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'Look:' },
+          { type: 'image_url', image_url: { url: 'data:image/jpeg;base64,QUJD' } },
+          { type: 'image_url', image_url: { url: 'https://x.example/b.png' } },
+          odd,
+        ],
+      },
+      { role: 'assistant', content: [{ type: 'text', text: 'A cat.' }] },
+    ]);
+    expect(JSON.stringify(chatForBackends(body))).toBe(JSON.stringify(out));
+  });
+
   it('costs about linear time and memory in the parts (x4 input, at most ~x4)', () => {
     // n parts in one message: bare image URLs among text parts, and an assistant's refusals
     const make = (n: number) =>
@@ -82,9 +118,13 @@ describe('chatForBackends', () => {
           {
             role: 'user',
             content: Array.from({ length: n }, (_, i) =>
-              i % 2 === 0
+              i % 4 === 0
                 ? { type: 'image_url', image_url: `https://x.example/${i}.png` }
-                : { type: 'text', text: 'x' },
+                : i % 4 === 1
+                  ? { type: 'input_text', text: 'x' }
+                  : i % 4 === 2
+                    ? { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'QUJD' } }
+                    : { type: 'text', text: 'x' },
             ),
           },
           {

@@ -192,7 +192,6 @@ describe('request translation', () => {
       [{ tool_choice: { type: 'allowed_tools', mode: 'required', tools: [] } }, 'tool_choice.tools'],
       [{ text: { format: { type: 'json_schema', name: 'x' } } }, 'text.format.schema'],
       [{ input: [] }, 'input'],
-      [{ input: [{ type: 'teleport_item', call_id: 'c' }] as InputItem[] }, 'input[0].type'],
       [{ input: [{ type: 'function_call', name: 'f', arguments: '{}' }] as InputItem[] }, 'input[0].call_id'],
     ];
     // Hosted tools are left out, with the 400 the hosted-tools policy answers under hostedTools: reject.
