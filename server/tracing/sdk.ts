@@ -63,6 +63,7 @@ import {
   completionMessages,
   GEN_AI,
   inputMessages,
+  toolDefinitions,
   PROVIDER,
   setRequestAttributes,
   streamedMessages,
@@ -110,6 +111,8 @@ const K_TP_UPSTREAM = keyOf('toolproof.upstream');
 const K_GENAI_REQUESTSTREAM = keyOf(GEN_AI.stream);
 const K_GENAI_CONVERSATIONID = keyOf(GEN_AI.conversationId);
 const K_GENAI_INPUTMESSAGES = keyOf(GEN_AI.inputMessages);
+const K_GENAI_TOOLDEFINITIONS = keyOf(GEN_AI.toolDefinitions);
+const K_GENAI_REASONINGTOKENS = keyOf(GEN_AI.reasoningTokens);
 const K_TP_REQUEST_MODEL = keyOf('toolproof.request.model');
 const K_TP_STREAM = keyOf('toolproof.stream');
 const K_TP_INPUTMESSAGES = keyOf('toolproof.input.messages');
@@ -586,6 +589,12 @@ function setUsage(
   const cached = (usage.prompt_tokens_details as { cached_tokens?: unknown } | null | undefined)
     ?.cached_tokens;
   if (typeof cached === 'number') log.set(keys[2], cached);
+  // An attempt's reasoning tokens (the conventions: recommended when applicable, counted in
+  // output_tokens too), when the upstream reports them as OpenAI's usage does.
+  if (keys !== GENAI_USAGE) return;
+  const reasoning = (usage.completion_tokens_details as { reasoning_tokens?: unknown } | null | undefined)
+    ?.reasoning_tokens;
+  if (typeof reasoning === 'number') log.set(K_GENAI_REASONINGTOKENS, reasoning);
 }
 
 function errorType(err: unknown): string {
@@ -869,8 +878,11 @@ class ServerSpan implements RequestSpan<ChatCall> {
         // The replica that answered, else the upstream it was sent to.
         server?.set(log);
         if (typeof request.tool_choice === 'string') log.set(K_TP_TOOL_CHOICE, request.tool_choice);
-        if (this.captureContent && operation === 'chat')
+        if (this.captureContent && operation === 'chat') {
           log.set(K_GENAI_INPUTMESSAGES, inputMessages(request));
+          const tools = toolDefinitions(request);
+          if (tools !== undefined) log.set(K_GENAI_TOOLDEFINITIONS, tools);
+        }
         if (this.attemptStatus >= 0) {
           log.set(K_HTTP_RESPONSE_STATUS_CODE, this.attemptStatus);
           // Time to the response headers: queue and prefill (an attribute: cheaper than an event).
