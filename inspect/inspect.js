@@ -5,6 +5,13 @@ const API = '/inspect/api';
 const OUTCOMES = ['clean', 'degraded', 'leak_recovered', 'final_answer', 'retried', 'failed', 'in_flight'];
 const main = document.getElementById('main');
 const stateEl = document.getElementById('state');
+// The sticky header's height is the page's scroll padding: a row `k` selects or a link Shift+Tab
+// reaches is scrolled into view below the header, not under it (it hid the selected row). Its
+// height changes when it wraps (a phone, a long state line).
+new ResizeObserver(([entry]) => {
+  const h = entry.target.getBoundingClientRect().height;
+  document.documentElement.style.scrollPaddingTop = `${Math.ceil(h)}px`;
+}).observe(document.querySelector('body > header'));
 let live = true;
 let timer = 0;
 let selected = 0;
