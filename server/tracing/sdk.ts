@@ -56,6 +56,7 @@ import type { ChatCompletionRequest, Usage } from '../../protocol/openai.js';
 import { describeEffect, type PolicyEffect } from '../../policies/registry.js';
 import type { ChatCall } from '../chat/context.js';
 import { callUsage } from '../chat/pipeline.js';
+import { namedSessionKey } from '../affinity.js';
 import { redactForLog } from '../log-redact.js';
 import { ownString } from '../../protocol/own-string.js';
 import type { UpstreamResponse } from '../upstream.js';
@@ -628,6 +629,10 @@ interface PendingEvent {
  */
 class ServerSpan implements RequestSpan<ChatCall> {
   private call: ChatCall | undefined;
+  /** The client's headers and body until the conversation id is read from them (conversationId). */
+  private clientHeaders: Record<string, string | string[] | undefined> | undefined;
+  private clientBody: unknown;
+  private conversation: string | undefined;
   /** The attempt span open now (at most one: attempts are sequential), its id and start. */
   private attemptSpanId: string | undefined;
   private attemptStartMs = 0;
@@ -688,8 +693,35 @@ class ServerSpan implements RequestSpan<ChatCall> {
     return this.endedAt > 0 ? this.endedAt : performance.now() + this.base;
   }
 
-  chat(call: ChatCall): void {
+  chat(call: ChatCall, headers: Record<string, string | string[] | undefined>, clientBody: unknown): void {
     this.call = call;
+    this.clientHeaders = headers;
+    this.clientBody = clientBody;
+  }
+
+  /**
+   * The attempts' `gen_ai.conversation.id`: the client's X-Conversation-Id, else the session it
+   * names as the inspector and affinity read it (Claude Code's session header, Codex's
+   * `session_id` or `prompt_cache_key`, opencode's and Qwen Code's `x-session-affinity`...:
+   * docs/affinity.md), without the label's prefix; none for a session only its opening messages
+   * key. Read once, at the first attempt's record.
+   */
+  private conversationId(): string {
+    if (this.conversation !== undefined) return this.conversation;
+    const headers = this.clientHeaders;
+    let id = '';
+    if (headers) {
+      const named = this.call?.forwardHeaders['x-conversation-id'];
+      if (named) id = named;
+      else {
+        const key = namedSessionKey(headers, this.clientBody);
+        if (key !== undefined) id = key.slice(2);
+      }
+    }
+    this.clientHeaders = undefined;
+    this.clientBody = undefined;
+    this.conversation = id === '' ? '' : cut256(id);
+    return this.conversation;
   }
 
   /** The request's attributes (written as the server span ends). */
@@ -872,8 +904,8 @@ class ServerSpan implements RequestSpan<ChatCall> {
         setRequestAttributes(log, request);
         if (request.stream === true) log.set(K_GENAI_REQUESTSTREAM, true);
         // Conditionally required on an inference span when available: the client's session.
-        const conversation = this.call?.forwardHeaders['x-conversation-id'];
-        if (conversation) log.set(K_GENAI_CONVERSATIONID, cut256(conversation));
+        const conversation = this.conversationId();
+        if (conversation) log.set(K_GENAI_CONVERSATIONID, conversation);
         log.set(K_TP_ATTEMPT, this.attempts);
         // The replica that answered, else the upstream it was sent to.
         server?.set(log);

@@ -4,7 +4,8 @@
  * agent: its turns are ONE session, in the page and in `/inspect/api/requests?session=`; each
  * turn shows what the model wrote beside what the client received (the leaked call marked); the
  * spans nest each attempt under its request's server span (Claude Code's under its own trace, from
- * TRACEPARENT); and the `x-request-id` the agent received finds the request in the page (its
+ * TRACEPARENT), each with the agent's session as its `gen_ai.conversation.id`; and the
+ * `x-request-id` the agent received finds the request in the page (its
  * request-id field), the log line and the span. Screenshots go to tests/artifacts/inspect/agents/.
  */
 import { mkdirSync } from 'node:fs';
@@ -140,6 +141,7 @@ describeAgents('the glass box with real agents: one session, raw beside received
             turns.map((t) => t.id),
             why,
           ).toEqual(ids);
+          const [session = ''] = r.inspect?.sessions.map((x) => x.session) ?? [];
           const logs = r.logs.filter((l) => l.msg === 'request' || typeof l.reqId === 'string');
           for (const id of ids) {
             const line = logs.find((l) => l.reqId === id && typeof l.traceId === 'string');
@@ -156,6 +158,8 @@ describeAgents('the glass box with real agents: one session, raw beside received
               expect(a.traceId, why).toBe(span.traceId);
               expect(a.attributes['gen_ai.operation.name'], why).toBe('chat');
               expect(a.attributes['gen_ai.provider.name'], why).toBe('openai');
+              // The agent's session, as the inspector names it: a GenAI backend groups its turns.
+              expect(a.attributes['gen_ai.conversation.id'], why).toBe(session.slice(2));
             }
             // The leak is on the span as the page shows it.
             const turn = turns.find((t) => t.id === id);

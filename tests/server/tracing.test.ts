@@ -956,6 +956,36 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
     }
   });
 
+  it("gen_ai.conversation.id: the session the agent names (its affinity header, Codex's prompt_cache_key), X-Conversation-Id first", async () => {
+    // opencode and Qwen Code (through the launcher) name their session in x-session-affinity,
+    // Claude Code in x-claude-code-session-id, Codex in prompt_cache_key: a GenAI backend groups
+    // an agent's turns by gen_ai.conversation.id, which only X-Conversation-Id set before.
+    receiver = await otlpReceiver();
+    stack = await startStack({ env: otelEnv(receiver) });
+    const cases: Array<[string, Record<string, string>, Record<string, unknown>, string | undefined]> = [
+      ['1', { 'x-session-affinity': 'ses_opencode_7' }, {}, 'ses_opencode_7'],
+      ['2', { 'x-claude-code-session-id': 'b9c1-claude' }, {}, 'b9c1-claude'],
+      ['3', {}, { prompt_cache_key: 'codex-thread-3' }, 'codex-thread-3'],
+      ['4', { 'x-conversation-id': 'conv-9', 'x-session-affinity': 'other' }, {}, 'conv-9'],
+      // Keyed by its opening messages only: no conversation id of the client's.
+      ['5', {}, {}, undefined],
+    ];
+    for (const [digit, headers, more, expected] of cases) {
+      const traceId = digit.repeat(32);
+      const res = await post(
+        stack,
+        { model: 'sim', messages: [{ role: 'user', content: 'hi' }], tools: [weatherTool], ...more },
+        { ...headers, traceparent: `00-${traceId}-${CLIENT_SPAN}-01` },
+      );
+      expect(res.status).toBe(200);
+      await res.text();
+      const server = await serverSpan(stack, receiver, traceId);
+      const [attempt] = attempts(receiver, server);
+      expect(attempt!.attributes['gen_ai.conversation.id'], digit).toBe(expected);
+      expect(server.attributes['gen_ai.conversation.id'], digit).toBeUndefined();
+    }
+  });
+
   it("the request's settings as the GenAI conventions name them, on the attempt span (the inference span) only", async () => {
     receiver = await otlpReceiver();
     stack = await startStack({ env: otelEnv(receiver) });
