@@ -160,7 +160,7 @@ function oneRequest(): void {
     discardedTokens: 0,
     usage,
   } as unknown as ChatCall;
-  span.chat(call);
+  span.chat(call, request.headers, original);
   call.trace.attempts = 1;
   span.attempt(call, original as never, call.forwardHeaders);
   span.attemptOpened(response);

@@ -5,6 +5,13 @@ const API = '/inspect/api';
 const OUTCOMES = ['clean', 'degraded', 'leak_recovered', 'final_answer', 'retried', 'failed', 'in_flight'];
 const main = document.getElementById('main');
 const stateEl = document.getElementById('state');
+// The sticky header's height is the page's scroll padding: a row `k` selects or a link Shift+Tab
+// reaches is scrolled into view below the header, not under it (it hid the selected row). Its
+// height changes when it wraps (a phone, a long state line).
+new ResizeObserver(([entry]) => {
+  const h = entry.target.getBoundingClientRect().height;
+  document.documentElement.style.scrollPaddingTop = `${Math.ceil(h)}px`;
+}).observe(document.querySelector('body > header'));
 let live = true;
 let timer = 0;
 let selected = 0;
@@ -386,6 +393,29 @@ function showList(params) {
     ),
     body,
   );
+  // An id in hand (the `x-request-id` header, a log line's `reqId`, a span's
+  // `toolproof.request_id`) opens that request, whether this page of the list shows it or not.
+  const find = el(
+    'form',
+    {
+      class: 'find',
+      role: 'search',
+      onsubmit: (e) => {
+        e.preventDefault();
+        const id = e.target.elements.id.value.trim();
+        if (id) location.hash = `#/r/${encodeURIComponent(id)}`;
+      },
+    },
+    el('input', {
+      type: 'search',
+      name: 'id',
+      placeholder: 'request id',
+      'aria-label': 'request id (x-request-id)',
+      autocomplete: 'off',
+      spellcheck: 'false',
+      maxlength: '200',
+    }),
+  );
   main.replaceChildren(
     el(
       'div',
@@ -394,6 +424,7 @@ function showList(params) {
       input('model', 'model'),
       outcome,
       el('label', {}, liveBox, ' live'),
+      find,
       sessionChoices,
       modelChoices,
     ),
@@ -434,6 +465,10 @@ function showList(params) {
     }
     if (live && my === nav) timer = setTimeout(load, 2000);
   };
+  if (findAsked) {
+    findAsked = false;
+    find.elements.id.focus();
+  }
   load();
 }
 
@@ -1605,6 +1640,8 @@ async function showSession(key, refresh) {
 
 const keysDialog = document.getElementById('keys');
 let pendingG = false;
+/** `i` pressed outside the list: the list, when drawn, focuses its request-id field. */
+let findAsked = false;
 document.addEventListener('keydown', (e) => {
   // The open dialog has the keys (Escape closes it, and only that).
   if (keysDialog.open) return;
@@ -1668,6 +1705,17 @@ document.addEventListener('keydown', (e) => {
     case 'c': {
       const b = document.querySelector('button.curl');
       if (b) b.click();
+      break;
+    }
+    case 'i': {
+      // The list's request-id field; from another view, the list's.
+      e.preventDefault();
+      const f = document.querySelector('form.find input');
+      if (f) f.focus();
+      else {
+        findAsked = true;
+        location.hash = '#/';
+      }
       break;
     }
     case '?':

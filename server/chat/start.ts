@@ -157,7 +157,7 @@ export function startChatCall(
   );
   if (request.tpSpan) {
     call.span = request.tpSpan;
-    call.span.chat(call);
+    call.span.chat(call, request.headers, request.body);
   }
   // The call owns the client's bytes from here (and drops them once the request is rewritten):
   // the Fastify request, alive as long as the response, must not keep a second reference.

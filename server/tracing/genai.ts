@@ -33,9 +33,11 @@ export const GEN_AI = {
   inputTokens: 'gen_ai.usage.input_tokens',
   outputTokens: 'gen_ai.usage.output_tokens',
   cacheReadTokens: 'gen_ai.usage.cache_read.input_tokens',
+  reasoningTokens: 'gen_ai.usage.reasoning.output_tokens',
   conversationId: 'gen_ai.conversation.id',
   inputMessages: 'gen_ai.input.messages',
   outputMessages: 'gen_ai.output.messages',
+  toolDefinitions: 'gen_ai.tool.definitions',
 } as const;
 
 /** vLLM and llama-server speak OpenAI's chat completions: the wire's provider (server.address names the host). */
@@ -136,6 +138,26 @@ export function inputMessages(request: ChatCompletionRequest): string {
       parts.push({ type: 'reasoning', content: reasoning });
     pushAll(pushAll(parts, textOf(msg.content)), toolCallParts(msg.tool_calls));
     out.push({ role, parts });
+  }
+  return JSON.stringify(out);
+}
+
+/**
+ * The tools a request offered, as `gen_ai.tool.definitions` (a JSON string): each one's type and
+ * name only. The conventions advise against the descriptions and schemas by default (an agent's
+ * run to tens of KB a request, cut at the attribute limit into JSON that no longer parses), and
+ * the names are what tells a model's call apart from a tool it was never offered.
+ */
+export function toolDefinitions(request: ChatCompletionRequest): string | undefined {
+  const tools: unknown = (request as { tools?: unknown }).tools;
+  if (!Array.isArray(tools) || tools.length === 0) return undefined;
+  const out: Array<{ type: string; name: string }> = [];
+  for (const t of tools as unknown[]) {
+    if (typeof t !== 'object' || t === null) continue;
+    const tool = t as { type?: unknown; name?: unknown; function?: { name?: unknown } };
+    const type = typeof tool.type === 'string' ? tool.type : 'function';
+    const name = typeof tool.function?.name === 'string' ? tool.function.name : tool.name;
+    if (typeof name === 'string') out.push({ type, name });
   }
   return JSON.stringify(out);
 }

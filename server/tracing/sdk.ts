@@ -56,6 +56,7 @@ import type { ChatCompletionRequest, Usage } from '../../protocol/openai.js';
 import { describeEffect, type PolicyEffect } from '../../policies/registry.js';
 import type { ChatCall } from '../chat/context.js';
 import { callUsage } from '../chat/pipeline.js';
+import { namedSessionKey } from '../affinity.js';
 import { redactForLog } from '../log-redact.js';
 import { ownString } from '../../protocol/own-string.js';
 import type { UpstreamResponse } from '../upstream.js';
@@ -63,6 +64,7 @@ import {
   completionMessages,
   GEN_AI,
   inputMessages,
+  toolDefinitions,
   PROVIDER,
   setRequestAttributes,
   streamedMessages,
@@ -110,6 +112,8 @@ const K_TP_UPSTREAM = keyOf('toolproof.upstream');
 const K_GENAI_REQUESTSTREAM = keyOf(GEN_AI.stream);
 const K_GENAI_CONVERSATIONID = keyOf(GEN_AI.conversationId);
 const K_GENAI_INPUTMESSAGES = keyOf(GEN_AI.inputMessages);
+const K_GENAI_TOOLDEFINITIONS = keyOf(GEN_AI.toolDefinitions);
+const K_GENAI_REASONINGTOKENS = keyOf(GEN_AI.reasoningTokens);
 const K_TP_REQUEST_MODEL = keyOf('toolproof.request.model');
 const K_TP_STREAM = keyOf('toolproof.stream');
 const K_TP_INPUTMESSAGES = keyOf('toolproof.input.messages');
@@ -586,6 +590,12 @@ function setUsage(
   const cached = (usage.prompt_tokens_details as { cached_tokens?: unknown } | null | undefined)
     ?.cached_tokens;
   if (typeof cached === 'number') log.set(keys[2], cached);
+  // An attempt's reasoning tokens (the conventions: recommended when applicable, counted in
+  // output_tokens too), when the upstream reports them as OpenAI's usage does.
+  if (keys !== GENAI_USAGE) return;
+  const reasoning = (usage.completion_tokens_details as { reasoning_tokens?: unknown } | null | undefined)
+    ?.reasoning_tokens;
+  if (typeof reasoning === 'number') log.set(K_GENAI_REASONINGTOKENS, reasoning);
 }
 
 function errorType(err: unknown): string {
@@ -619,6 +629,10 @@ interface PendingEvent {
  */
 class ServerSpan implements RequestSpan<ChatCall> {
   private call: ChatCall | undefined;
+  /** The client's headers and body until the conversation id is read from them (conversationId). */
+  private clientHeaders: Record<string, string | string[] | undefined> | undefined;
+  private clientBody: unknown;
+  private conversation: string | undefined;
   /** The attempt span open now (at most one: attempts are sequential), its id and start. */
   private attemptSpanId: string | undefined;
   private attemptStartMs = 0;
@@ -679,8 +693,35 @@ class ServerSpan implements RequestSpan<ChatCall> {
     return this.endedAt > 0 ? this.endedAt : performance.now() + this.base;
   }
 
-  chat(call: ChatCall): void {
+  chat(call: ChatCall, headers: Record<string, string | string[] | undefined>, clientBody: unknown): void {
     this.call = call;
+    this.clientHeaders = headers;
+    this.clientBody = clientBody;
+  }
+
+  /**
+   * The attempts' `gen_ai.conversation.id`: the client's X-Conversation-Id, else the session it
+   * names as the inspector and affinity read it (Claude Code's session header, Codex's
+   * `session_id` or `prompt_cache_key`, opencode's and Qwen Code's `x-session-affinity`...:
+   * docs/affinity.md), without the label's prefix; none for a session only its opening messages
+   * key. Read once, at the first attempt's record.
+   */
+  private conversationId(): string {
+    if (this.conversation !== undefined) return this.conversation;
+    const headers = this.clientHeaders;
+    let id = '';
+    if (headers) {
+      const named = this.call?.forwardHeaders['x-conversation-id'];
+      if (named) id = named;
+      else {
+        const key = namedSessionKey(headers, this.clientBody);
+        if (key !== undefined) id = key.slice(2);
+      }
+    }
+    this.clientHeaders = undefined;
+    this.clientBody = undefined;
+    this.conversation = id === '' ? '' : cut256(id);
+    return this.conversation;
   }
 
   /** The request's attributes (written as the server span ends). */
@@ -863,14 +904,17 @@ class ServerSpan implements RequestSpan<ChatCall> {
         setRequestAttributes(log, request);
         if (request.stream === true) log.set(K_GENAI_REQUESTSTREAM, true);
         // Conditionally required on an inference span when available: the client's session.
-        const conversation = this.call?.forwardHeaders['x-conversation-id'];
-        if (conversation) log.set(K_GENAI_CONVERSATIONID, cut256(conversation));
+        const conversation = this.conversationId();
+        if (conversation) log.set(K_GENAI_CONVERSATIONID, conversation);
         log.set(K_TP_ATTEMPT, this.attempts);
         // The replica that answered, else the upstream it was sent to.
         server?.set(log);
         if (typeof request.tool_choice === 'string') log.set(K_TP_TOOL_CHOICE, request.tool_choice);
-        if (this.captureContent && operation === 'chat')
+        if (this.captureContent && operation === 'chat') {
           log.set(K_GENAI_INPUTMESSAGES, inputMessages(request));
+          const tools = toolDefinitions(request);
+          if (tools !== undefined) log.set(K_GENAI_TOOLDEFINITIONS, tools);
+        }
         if (this.attemptStatus >= 0) {
           log.set(K_HTTP_RESPONSE_STATUS_CODE, this.attemptStatus);
           // Time to the response headers: queue and prefill (an attribute: cheaper than an event).

@@ -48,6 +48,17 @@ function flag(raw: string | undefined): boolean {
   return raw?.trim().toLowerCase() === 'true';
 }
 
+/**
+ * OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: `true`, or the mode the newer GenAI
+ * instrumentations take (OpenTelemetry's Python util-genai): `SPAN_ONLY` and `SPAN_AND_EVENT` put
+ * the content on the spans; `EVENT_ONLY` and `NO_CONTENT` keep it off them (toolproof emits no
+ * GenAI log events). `SPAN_ONLY` read as not `true` left the content out without a word.
+ */
+function contentOnSpans(raw: string | undefined): boolean {
+  const v = raw?.trim().toLowerCase();
+  return v === 'true' || v === 'span_only' || v === 'span_and_event';
+}
+
 function nonEmpty(raw: string | undefined): string | undefined {
   const v = raw?.trim();
   return v ? v : undefined;
@@ -122,7 +133,7 @@ export function tracingSettings(env: NodeJS.ProcessEnv): TracingSettings | undef
     ...(endpoint !== undefined ? { endpoint } : {}),
     console: toConsole,
     protocol: protocol as OtlpProtocol,
-    captureContent: flag(env.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT),
+    captureContent: contentOnSpans(env.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT),
     attributeValueLengthLimit: limit,
     sampler: { name: samplerName, ...(arg !== undefined ? { arg } : {}) },
   };

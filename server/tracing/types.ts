@@ -25,8 +25,12 @@ export interface TracedReport {
 export interface RequestSpan<Call extends object = object> {
   /** OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: the stream driver keeps the raw events. */
   readonly captureContent: boolean;
-  /** The request opened a chat call (any front door): the GenAI attributes of the request. */
-  chat(call: Call): void;
+  /**
+   * The request opened a chat call (any front door): the GenAI attributes of the request. The
+   * client's headers and body (as it sent them): the session it names is the attempts'
+   * `gen_ai.conversation.id`, read once, when the first attempt's record is written.
+   */
+  chat(call: Call, headers: Record<string, string | string[] | undefined>, clientBody: unknown): void;
   /**
    * An upstream attempt starts: opens its CLIENT span and returns the headers to send, the
    * client's traceparent replaced by one naming the attempt span.

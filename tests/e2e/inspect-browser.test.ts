@@ -507,6 +507,43 @@ describe.skipIf(!chromiumAvailable)('the inspector page in headless Chromium', (
     await page.locator('tr[data-id]').first().waitFor();
   });
 
+  it('an x-request-id in hand: `i` (from any view) focuses the request-id field, the id and Enter open it', async () => {
+    await page.goto(`${stack.origin}/inspect#/r/${ids.failed}`);
+    await page.locator('#request-id').waitFor();
+    await page.locator('body').click({ position: { x: 5, y: 5 } });
+    await page.keyboard.press('i');
+    await expect
+      .poll(() =>
+        page.evaluate<boolean>("document.activeElement?.matches('input[name=id]:focus-visible') === true"),
+      )
+      .toBe(true);
+    await page.keyboard.type(ids.leak!);
+    await page.keyboard.press('Enter');
+    await expect
+      .poll(() =>
+        page
+          .locator('#request-id')
+          .textContent()
+          .catch(() => null),
+      )
+      .toBe(ids.leak);
+    // An id the capture does not hold says so in words.
+    await page.goto(`${stack.origin}/inspect`);
+    await page.locator('tr[data-id]').first().waitFor();
+    await page.locator('body').click({ position: { x: 5, y: 5 } });
+    await page.keyboard.press('i');
+    await page.keyboard.type('no-such-request');
+    await page.keyboard.press('Enter');
+    await expect
+      .poll(() =>
+        page
+          .locator('main p.error')
+          .textContent()
+          .catch(() => null),
+      )
+      .toMatch(/^Request no-such-request: /);
+  });
+
   it('a backend that cannot be reached: the attempt says so, with no TTFB (no first byte came)', async () => {
     const res = await fetch(`${stack.url}/chat/completions`, {
       method: 'POST',

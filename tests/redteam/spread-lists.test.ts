@@ -14,7 +14,8 @@ import { describe, expect, it } from 'vitest';
 import { recoverMessage } from '../../parsers/recover.js';
 import { splitParallelCalls } from '../../policies/single-call-turns/index.js';
 import type { ChatCompletion, ChatCompletionRequest, ChatMessage } from '../../protocol/openai.js';
-import { completionMessages, inputMessages } from '../../server/tracing/genai.js';
+import { completionMessages, inputMessages, toolDefinitions } from '../../server/tracing/genai.js';
+import { measureScaling, withinBudget } from '../support/cost-scaling.js';
 
 const N = 150_000;
 const call = (id: string) => ({ id, type: 'function' as const, function: { name: 'read', arguments: '{}' } });
@@ -34,6 +35,25 @@ describe('lists of 150,000 appended without a spread', () => {
       ],
     } as unknown as ChatCompletion;
     expect(JSON.parse(completionMessages(completion))[0].parts).toHaveLength(N);
+  });
+
+  it("a traced request's 150,000 tools: their names only, at a cost linear in the list (x1 against x4)", () => {
+    // gen_ai.tool.definitions under the content opt-in: the client's list, whatever its length
+    // or its schemas' size, costs a pass over it and keeps no description or schema.
+    const tools = (n: number) =>
+      ({
+        model: 'm',
+        messages: [],
+        tools: Array.from({ length: n }, (_, i) => ({
+          type: 'function',
+          function: { name: `t${i}`, description: 'd'.repeat(64), parameters: { type: 'object' } },
+        })),
+      }) as unknown as ChatCompletionRequest;
+    const all = JSON.parse(toolDefinitions(tools(N)) ?? '[]') as unknown[];
+    expect(all).toHaveLength(N);
+    expect(all[N - 1]).toEqual({ type: 'function', name: `t${N - 1}` });
+    const s = measureScaling(tools, (r) => toolDefinitions(r), { from: 256, max: 65_536 });
+    expect(withinBudget(s, 5).time, JSON.stringify(s)).toBe(true);
   });
 
   it('a split message followed by 150,000 results answering none of its calls', () => {

@@ -81,6 +81,18 @@ describe('tracingSettings', () => {
     });
   });
 
+  it("content capture takes the newer instrumentations' modes as well as true (SPAN_ONLY was read as off)", () => {
+    const content = (v: string) =>
+      tracingSettings({
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318',
+        OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: v,
+      })?.captureContent;
+    for (const on of ['true', 'TRUE', 'SPAN_ONLY', 'span_and_event', ' SPAN_AND_EVENT '])
+      expect(content(on), on).toBe(true);
+    // No content on the spans: toolproof emits no GenAI log events for EVENT_ONLY to put it in.
+    for (const off of ['false', 'NO_CONTENT', 'EVENT_ONLY', '', 'yes']) expect(content(off), off).toBe(false);
+  });
+
   it('what toolproof cannot honour stops the start with the variable named', () => {
     const base = {
       TOOLPROOF_UPSTREAM_URL: 'http://gpu:8000/v1',

@@ -411,6 +411,11 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
     }>;
     // What the model wrote, the leaked call's text included (the client got a tool call).
     expect(output[0]!.parts.map((p) => p.content ?? '').join('')).toContain('<tool_call>');
+    // The tools offered, by type and name (the conventions' gen_ai.tool.definitions): the
+    // client's, and the final_answer tool toolproof adds when it forces.
+    const tools = JSON.parse(attempt!.attributes['gen_ai.tool.definitions'] as string) as unknown[];
+    expect(tools).toContainEqual({ type: 'function', name: 'get_weather' });
+    expect(server.attributes['gen_ai.tool.definitions']).toBeUndefined();
   });
 
   it('the server span ends when the stream ends, not before', async () => {
@@ -497,6 +502,48 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
     expect(attempts(receiver, second)[0]!.attributes).not.toHaveProperty(
       'gen_ai.response.time_to_first_chunk',
     );
+  });
+
+  it("an attempt's tokens as the conventions name them: cached and reasoning ones too", async () => {
+    receiver = await otlpReceiver();
+    upstream = await fakeUpstream((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify({
+          id: 'c4',
+          object: 'chat.completion',
+          created: 1,
+          model: 'm1',
+          choices: [{ index: 0, message: { role: 'assistant', content: 'Hello' }, finish_reason: 'stop' }],
+          usage: {
+            prompt_tokens: 10,
+            completion_tokens: 30,
+            total_tokens: 40,
+            prompt_tokens_details: { cached_tokens: 4 },
+            completion_tokens_details: { reasoning_tokens: 20 },
+          },
+        }),
+      );
+    });
+    stack = await startStack({ env: { TOOLPROOF_UPSTREAM_URL: upstream.url, ...otelEnv(receiver) } });
+    const res = await post(stack, {
+      model: 'm1',
+      messages: [{ role: 'user', content: 'hi' }],
+      tools: [weatherTool],
+      tool_choice: 'auto',
+    });
+    expect(res.status).toBe(200);
+    await res.text();
+    const server = await serverSpan(stack, receiver);
+    const [attempt] = attempts(receiver, server);
+    expect(attempt!.attributes).toMatchObject({
+      'gen_ai.usage.input_tokens': 10,
+      'gen_ai.usage.output_tokens': 30,
+      'gen_ai.usage.cache_read.input_tokens': 4,
+      'gen_ai.usage.reasoning.output_tokens': 20,
+    });
+    // Not repeated on the server span (a GenAI backend sums a trace's gen_ai.usage.*).
+    expect(Object.keys(server.attributes).filter((k) => k.startsWith('gen_ai.'))).toEqual([]);
   });
 
   it('a client that leaves mid-stream: the spans end, marked as aborted', async () => {
@@ -906,6 +953,36 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
       });
       expect(a.attributes['gen_ai.usage.input_tokens']).toBeGreaterThan(0);
       expect(a.attributes['gen_ai.response.finish_reasons']).toEqual(expect.any(Array));
+    }
+  });
+
+  it("gen_ai.conversation.id: the session the agent names (its affinity header, Codex's prompt_cache_key), X-Conversation-Id first", async () => {
+    // opencode and Qwen Code (through the launcher) name their session in x-session-affinity,
+    // Claude Code in x-claude-code-session-id, Codex in prompt_cache_key: a GenAI backend groups
+    // an agent's turns by gen_ai.conversation.id, which only X-Conversation-Id set before.
+    receiver = await otlpReceiver();
+    stack = await startStack({ env: otelEnv(receiver) });
+    const cases: Array<[string, Record<string, string>, Record<string, unknown>, string | undefined]> = [
+      ['1', { 'x-session-affinity': 'ses_opencode_7' }, {}, 'ses_opencode_7'],
+      ['2', { 'x-claude-code-session-id': 'b9c1-claude' }, {}, 'b9c1-claude'],
+      ['3', {}, { prompt_cache_key: 'codex-thread-3' }, 'codex-thread-3'],
+      ['4', { 'x-conversation-id': 'conv-9', 'x-session-affinity': 'other' }, {}, 'conv-9'],
+      // Keyed by its opening messages only: no conversation id of the client's.
+      ['5', {}, {}, undefined],
+    ];
+    for (const [digit, headers, more, expected] of cases) {
+      const traceId = digit.repeat(32);
+      const res = await post(
+        stack,
+        { model: 'sim', messages: [{ role: 'user', content: 'hi' }], tools: [weatherTool], ...more },
+        { ...headers, traceparent: `00-${traceId}-${CLIENT_SPAN}-01` },
+      );
+      expect(res.status).toBe(200);
+      await res.text();
+      const server = await serverSpan(stack, receiver, traceId);
+      const [attempt] = attempts(receiver, server);
+      expect(attempt!.attributes['gen_ai.conversation.id'], digit).toBe(expected);
+      expect(server.attributes['gen_ai.conversation.id'], digit).toBeUndefined();
     }
   });
 

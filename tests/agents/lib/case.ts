@@ -81,6 +81,11 @@ export interface CaseOptions {
    * its own start: what it begins runs beside the agent.
    */
   beforeRun?: (toolproofOrigin: string) => void | Promise<void>;
+  /**
+   * Through toolproof: runs once the agent has exited, before the servers close, given
+   * toolproof's own origin: what a user looks at afterwards (the inspector's page).
+   */
+  afterRun?: (toolproofOrigin: string) => Promise<void>;
 }
 
 export interface CaseResult {
@@ -203,6 +208,10 @@ export async function runCase(options: CaseOptions): Promise<CaseResult> {
       run = first.exitCode === 0 ? await runOnce(resume.prompt, options.resumeArgs, false) : first;
     }
     const inspect = app ? { ...(await readInspector(app)), ...(firstIds ? { firstIds } : {}) } : undefined;
+    if (app && options.afterRun) {
+      const port = (app.server.address() as import('node:net').AddressInfo).port;
+      await options.afterRun(`http://127.0.0.1:${port}`);
+    }
     return {
       ...(first ? { first } : {}),
       ...(inspect ? { inspect } : {}),

@@ -48,6 +48,8 @@ export interface RecordedRequest {
   path: string;
   headers: Record<string, string | string[] | undefined>;
   body: unknown;
+  /** The `x-request-id` of toolproof's answer, as the agent received it. */
+  requestId?: string;
 }
 
 export interface AgentStack {
@@ -154,7 +156,18 @@ async function recorder(target: string, recorded: RecordedRequest[], billingNonc
       const headers = { ...req.headers };
       for (const secret of ['authorization', 'x-api-key'])
         if (headers[secret]) headers[secret] = '[redacted]';
-      recorded.push({ method: req.method ?? '', path: req.url ?? '', headers, body });
+      const entry: RecordedRequest = { method: req.method ?? '', path: req.url ?? '', headers, body };
+      recorded.push(entry);
+      // The id the agent received: forwardTo writes the upstream's headers in one writeHead.
+      const writeHead = res.writeHead.bind(res) as (
+        status: number,
+        headers?: Record<string, unknown>,
+      ) => unknown;
+      (res as unknown as { writeHead: typeof writeHead }).writeHead = (status, h) => {
+        const id = h?.['x-request-id'];
+        if (typeof id === 'string') entry.requestId = id;
+        return writeHead(status, h);
+      };
       forward(req, res, raw);
     });
   });
