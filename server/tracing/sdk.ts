@@ -704,7 +704,7 @@ class ServerSpan implements RequestSpan<ChatCall> {
    * names as the inspector and affinity read it (Claude Code's session header, Codex's
    * `session_id` or `prompt_cache_key`, opencode's and Qwen Code's `x-session-affinity`...:
    * docs/affinity.md), without the label's prefix; none for a session only its opening messages
-   * key. Read once, at the first attempt's record.
+   * or a `metadata.user_id` key. Read once, at the first attempt's record.
    */
   private conversationId(): string {
     if (this.conversation !== undefined) return this.conversation;
@@ -714,8 +714,10 @@ class ServerSpan implements RequestSpan<ChatCall> {
       const named = this.call?.forwardHeaders['x-conversation-id'];
       if (named) id = named;
       else {
+        // A `metadata.user_id` (u:) names a user, not a conversation: a trace backend is told no
+        // user's id it was not asked for.
         const key = namedSessionKey(headers, this.clientBody);
-        if (key !== undefined) id = key.slice(2);
+        if (key !== undefined && !key.startsWith('u:')) id = key.slice(2);
       }
     }
     this.clientHeaders = undefined;

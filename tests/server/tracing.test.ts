@@ -969,6 +969,8 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
       ['4', { 'x-conversation-id': 'conv-9', 'x-session-affinity': 'other' }, {}, 'conv-9'],
       // Keyed by its opening messages only: no conversation id of the client's.
       ['5', {}, {}, undefined],
+      // A metadata.user_id keys the inspector's session, but names a user: no conversation id.
+      ['6', {}, { metadata: { user_id: 'user-7' } }, undefined],
     ];
     for (const [digit, headers, more, expected] of cases) {
       const traceId = digit.repeat(32);
