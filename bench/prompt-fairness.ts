@@ -5,10 +5,14 @@
  * prefill: `--msPerKb` per KB of prompt, `x-sim-scenario` delayMs). Key `long` runs two loops of
  * `--longKb` prompts, key `short` two loops of `--shortKb` prompts (an agent and its sub-agent
  * each; `--loops=1`: one agent each, one turn after another); every loop sends its next request as soon as its last is answered, for `--seconds`.
+ * Decode work (`--longWords=N`): key `long` asks for an answer of N words, streamed at
+ * `--msPerWord` each after its prefill (its slot held that much longer); with `--longKb` equal to
+ * `--shortKb` the two keys differ only in what they generate.
  * Printed per key: answers, its share of the slot's time, and its requests' mean and p95 wait for
  * the slot (time to the answer less the hold).
  *
  *   npx tsx bench/prompt-fairness.ts [--seconds=20] [--longKb=90] [--shortKb=2] [--msPerKb=10] [--loops=2]
+ *     [--longWords=0] [--msPerWord=2]
  *
  * Run it on another commit to compare (it uses only the server's public entry points).
  */
@@ -26,17 +30,27 @@ const { values } = parseArgs({
     shortKb: { type: 'string', default: '2' },
     msPerKb: { type: 'string', default: '10' },
     loops: { type: 'string', default: '2' },
+    longWords: { type: 'string', default: '0' },
+    msPerWord: { type: 'string', default: '2' },
   },
 });
 const SECONDS = Number(values.seconds);
 const MS_PER_KB = Number(values.msPerKb);
+const MS_PER_WORD = Number(values.msPerWord);
 const KEYS = [
-  { name: 'long', key: 'sk-long-bench-prompts-0001', kb: Number(values.longKb), loops: Number(values.loops) },
+  {
+    name: 'long',
+    key: 'sk-long-bench-prompts-0001',
+    kb: Number(values.longKb),
+    loops: Number(values.loops),
+    words: Number(values.longWords),
+  },
   {
     name: 'short',
     key: 'sk-short-bench-prompts-001',
     kb: Number(values.shortKb),
     loops: Number(values.loops),
+    words: 0,
   },
 ];
 const log = (line: string) => process.stderr.write(`${line}\n`);
@@ -51,6 +65,12 @@ async function loop(origin: string, k: (typeof KEYS)[number], until: number, tal
   const agent = new Agent({ connections: 1 });
   const holdMs = Math.round(k.kb * MS_PER_KB);
   const content = `${k.name} ${'word '.repeat(Math.max(0, (k.kb * 1024) / 5 - 2))}`;
+  // A long answer streams its words after the prefill: its hold is about words x msPerWord more
+  // (the timer's own lateness on a loaded box aside), and its wait is not measured.
+  const decode = k.words > 0;
+  const scenario = decode
+    ? { say: 'word '.repeat(k.words).trim(), delayMs: holdMs, chunkDelayMs: MS_PER_WORD }
+    : { say: 'ok', delayMs: holdMs };
   while (performance.now() < until) {
     const t0 = performance.now();
     const res = await fetch(`${origin}/v1/chat/completions`, {
@@ -59,15 +79,19 @@ async function loop(origin: string, k: (typeof KEYS)[number], until: number, tal
       headers: {
         'content-type': 'application/json',
         authorization: `Bearer ${k.key}`,
-        'x-sim-scenario': JSON.stringify({ say: 'ok', delayMs: holdMs }),
+        'x-sim-scenario': JSON.stringify(scenario),
       },
-      body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content }] }),
+      body: JSON.stringify({
+        model: 'm',
+        messages: [{ role: 'user', content }],
+        ...(decode ? { stream: true } : {}),
+      }),
     });
     await res.text();
     if (res.status !== 200) throw new Error(`${k.name}: HTTP ${res.status}`);
     tally.answers++;
-    tally.heldMs += holdMs;
-    tally.waits.push(performance.now() - t0 - holdMs);
+    tally.heldMs += holdMs + k.words * MS_PER_WORD;
+    if (!decode) tally.waits.push(performance.now() - t0 - holdMs);
   }
   await agent.close();
 }
@@ -96,13 +120,18 @@ async function main() {
   await app.close();
   await sim.close();
   const held = [...tallies.values()].reduce((a, t) => a + t.heldMs, 0);
-  log(`1 slot, ${MS_PER_KB} ms of hold per KB of prompt, ${SECONDS} s`);
+  log(
+    `1 slot, ${MS_PER_KB} ms of hold per KB of prompt, ${SECONDS} s` +
+      (KEYS[0]!.words > 0 ? `; long answers ${KEYS[0]!.words} words at ${MS_PER_WORD} ms a word` : ''),
+  );
   for (const k of KEYS) {
     const t = tallies.get(k.name)!;
     const mean = t.waits.reduce((a, b) => a + b, 0) / Math.max(1, t.waits.length);
     log(
       `${k.name.padEnd(6)} ${k.loops} loops of ${k.kb} KB: ${t.answers} answers, ${((t.heldMs / held) * 100).toFixed(0)}% of the slot's time, ` +
-        `wait mean ${mean.toFixed(0)} ms, p95 ${pct(t.waits, 0.95).toFixed(0)} ms`,
+        (t.waits.length > 0
+          ? `wait mean ${mean.toFixed(0)} ms, p95 ${pct(t.waits, 0.95).toFixed(0)} ms`
+          : 'waits not measured (streamed answers)'),
     );
   }
 }

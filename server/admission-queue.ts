@@ -2,8 +2,8 @@
  * The waiting requests of one admission gate (admission.ts), in the order they take a slot: by
  * priority class; within a class, the owner (a key, else a client address) with the fewest
  * requests in flight on the replica per unit of its weight; then the owner that has been served
- * the least prompt (its virtual time: each request it had admitted charged its prompt's size over
- * its weight, admission.ts); then arrival. One agent that sends 40 sub-agent requests at once no
+ * the least work (its virtual time: each request it had admitted charged its prompt's size, and
+ * the tokens it generated, over its weight, admission.ts); then arrival. One agent that sends 40 sub-agent requests at once no
  * longer makes another owner's single turn wait behind all 40: that turn's owner has nothing in
  * flight, so it goes next; and an agent of 90 KB prompts no longer takes every other turn from
  * one of 2 KB prompts on a busy slot.
@@ -28,7 +28,7 @@ export interface OwnerState {
   /** Requests in this queue, every class. */
   queued: number;
   /**
-   * Its virtual time: the prompt it has been served, over its weight, from the gate's clock when it
+   * Its virtual time: the prompt and decode it has been served, over its weight, from the gate's clock when it
    * came (admission.ts). Between equal shares the smallest goes first.
    */
   served: number;

@@ -2,7 +2,8 @@
  * Admission per upstream replica (docs/operations.md): at most `limit` requests in flight on the
  * replica, and a queue in toolproof beyond it, ordered by priority class, then, within a class,
  * fairly between owners (admission-queue.ts: the owner with the fewest requests in flight on the
- * replica per unit of weight goes first; then the one served the least prompt; then arrival). Without
+ * replica per unit of weight goes first; then the one served the least work, prompt and tokens
+ * generated; then arrival). Without
  * it every request goes upstream at once: llama-server's slots fill and the rest wait in its
  * FIFO, vLLM preempts and evicts cached prefixes, and the main agent's turn waits behind every
  * background request that came first.
@@ -80,6 +81,11 @@ export interface AdmissionHooks {
 export interface Ticket {
   readonly queuedMs: number;
   release(): void;
+  /**
+   * Tokens it generated since the last charge (server/decode-meter.ts), charged to its owner's
+   * share while it holds the slot (decodeCost). Absent: nothing to charge (no limit).
+   */
+  charge?(tokens: number): void;
 }
 
 /** A replica's admission: this process's AdmissionGate, or the group's through the cluster primary (group-admission.ts). */
@@ -122,6 +128,19 @@ export function costUnits(bytes: number | undefined): number {
   return bytes === undefined || !(bytes > 0) ? 1 : Math.ceil(bytes / COST_UNIT_BYTES);
 }
 const COST_UNIT_BYTES = 4096;
+
+/**
+ * What generated tokens cost its owner's share, in the units of costUnits: 64 tokens a unit, so a
+ * token decoded weighs as 16 of the prompt (about 64 bytes). A slot decodes a token in about the
+ * time it prefills 20 to 100 (tens of tokens a second against thousands); the prompt's own charge
+ * already overstates a prefix-cached turn. Charged as the response comes (server/upstream.ts), each
+ * choice's tokens counted (`n`, `best_of`): a key whose answers run to 32k tokens is charged 500
+ * units a turn, and a key asking short answers beside it goes several times in between.
+ */
+export function decodeCost(tokens: number): number {
+  return tokens > 0 ? tokens / DECODE_TOKENS_PER_UNIT : 0;
+}
+const DECODE_TOKENS_PER_UNIT = 64;
 
 /**
  * Idle owners whose virtual time is ahead of the gate's clock are remembered, so that an agent
@@ -327,6 +346,13 @@ export class AdmissionGate implements Gate {
         this.holdMs = this.holdMs * 0.8 + (this.now() - started) * 0.2;
         this.hooks.released?.(cls, who);
         this.drain();
+      },
+      charge: (tokens) => {
+        if (released) return;
+        const units = decodeCost(tokens);
+        if (units === 0) return;
+        owner.served += units / owner.weight;
+        this.queue.moved(owner);
       },
     };
   }

@@ -11,7 +11,8 @@
  * of the slots sits idle, nor the reverse.
  *
  * The cost is one IPC round trip per slot asked (a key's, a replica's) and one message when it
- * ends. The primary is no new point of failure: a worker whose primary goes away exits
+ * ends, with the decode work its response generated (one charge per 64 tokens at most, said with
+ * the turn's other messages). The primary is no new point of failure: a worker whose primary goes away exits
  * (node:cluster), and a worker that dies gives back everything it held or waited for.
  */
 import cluster, { type Worker } from 'node:cluster';
@@ -48,6 +49,8 @@ type ToPrimary =
   | { tp: 'adm:gate'; gate: string; settings: AdmissionSettings }
   | { tp: 'adm:enter'; id: number; gate: string; cls: PriorityClass; owner?: AdmissionOwner; bytes?: number }
   | { tp: 'adm:release'; id: number }
+  /** Tokens a request holding its slot generated since its last charge (admission.ts decodeCost). */
+  | { tp: 'adm:charge'; id: number; tokens: number }
   | { tp: 'adm:abort'; id: number }
   | { tp: 'adm:probed'; ask: number; slots?: number }
   | { tp: 'key:enter'; id: number; entry: ApiKeyEntry }
@@ -97,6 +100,8 @@ interface Place {
   abort: RequestAbort;
   /** Set once it holds its slot; `sent`: a key's request reached the upstream (KeyEnd). */
   done?: (sent: boolean) => void;
+  /** A replica's slot held: its decode work charged to its owner (Ticket.charge). */
+  charge?: (tokens: number) => void;
 }
 
 const FREE: Ticket = Object.freeze({ queuedMs: 0, release() {} });
@@ -184,6 +189,7 @@ export function groupAdmissionPrimary(workerById: (id: number) => WorkerPeer | u
         mine.set(slot, place);
         const admit = (t: Ticket) => {
           place.done = () => t.release();
+          place.charge = (tokens) => t.charge?.(tokens);
           tell(worker, { tp: 'adm:admitted', id: msg.id, queuedMs: t.queuedMs });
         };
         const refuse = (err: unknown) => {
@@ -239,6 +245,9 @@ export function groupAdmissionPrimary(workerById: (id: number) => WorkerPeer | u
         }
         return;
       }
+      case 'adm:charge':
+        mine.get(`a${msg.id}`)?.charge?.(msg.tokens);
+        return;
       case 'adm:release':
       case 'key:end': {
         const slot = `${msg.tp === 'key:end' ? 'k' : 'a'}${msg.id}`;
@@ -469,6 +478,11 @@ export class GroupGate implements Gate {
               this.active--;
               this.hooks.released?.(cls, who);
               this.ch.later({ tp: 'adm:release', id });
+            },
+            // Said with the turn's other messages, in order: before its release when both fall
+            // in one turn, so the primary's next admission sees it.
+            charge: (tokens) => {
+              if (!released && tokens > 0) this.ch.later({ tp: 'adm:charge', id, tokens });
             },
           });
         },

@@ -23,6 +23,7 @@ import {
   type PriorityClass,
   type Ticket,
 } from './admission.js';
+import { DecodeMeter } from './decode-meter.js';
 import type { KeyWaitTicket } from './key-waits.js';
 import { GroupGate, groupChannel } from './group-admission.js';
 import {
@@ -242,10 +243,18 @@ class OneShotBody implements AsyncIterable<Buffer>, AsyncIterator<Buffer, undefi
   }
 }
 
-/** An exchange that tells its ConnectionProbe when its request is written, answered and done. */
+/**
+ * An exchange that tells its ConnectionProbe when its request is written, answered and done, and
+ * its admission ticket the tokens the response generates (DecodeMeter), before the slot goes back.
+ */
 class ProbedExchange extends ExchangeHandler {
+  private meter: DecodeMeter | undefined;
+  /** Tokens charged so far. */
+  private charged = 0;
+
   constructor(
     private readonly probe: ConnectionProbe,
+    private readonly charge: ((tokens: number) => void) | undefined,
     ...args: ConstructorParameters<typeof ExchangeHandler>
   ) {
     super(...args);
@@ -263,14 +272,45 @@ class ProbedExchange extends ExchangeHandler {
   ): void {
     const keepAlive = headers['keep-alive'];
     this.probe.answered(typeof keepAlive === 'string' ? keepAlive : undefined);
+    if (this.charge !== undefined && statusCode >= 200) {
+      const type = headers['content-type'];
+      this.meter = new DecodeMeter(typeof type === 'string' && type.includes('text/event-stream'));
+    }
     super.onResponseStart(controller, statusCode, headers);
+  }
+
+  override onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    const meter = this.meter;
+    if (meter !== undefined) {
+      // A unit of decode at a time: a long stream moves its owner's share as it runs (one message
+      // to the cluster primary per unit at most, with TOOLPROOF_WORKERS).
+      const events = meter.push(chunk);
+      if (events - this.charged >= CHARGE_EVERY_TOKENS) this.chargeUpTo(events);
+    }
+    super.onResponseData(controller, chunk);
   }
 
   override onResponseEnd(): void {
     this.probe.ended();
+    // Before the slot goes back (super's settle): the next admission sees this request's cost.
+    if (this.meter !== undefined) this.chargeUpTo(this.meter.total());
     super.onResponseEnd();
   }
+
+  override onResponseError(controller: Dispatcher.DispatchController | null, err: Error): void {
+    if (this.meter !== undefined) this.chargeUpTo(this.meter.total());
+    super.onResponseError(controller, err);
+  }
+
+  private chargeUpTo(tokens: number): void {
+    if (tokens <= this.charged) return;
+    this.charge?.(tokens - this.charged);
+    this.charged = tokens;
+  }
 }
+
+/** How often a stream's decode work is charged while it runs (a unit of admission.ts decodeCost). */
+const CHARGE_EVERY_TOKENS = 64;
 
 export class UpstreamClient {
   readonly label: string;
@@ -520,6 +560,7 @@ export class UpstreamClient {
       const probe = new ConnectionProbe(opts);
       const handler = new ProbedExchange(
         probe,
+        ticket?.charge === undefined ? undefined : (tokens) => ticket.charge?.(tokens),
         signal,
         resolve,
         (err) => {

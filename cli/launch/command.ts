@@ -18,6 +18,7 @@ import { createInterface } from 'node:readline/promises';
 import { parseArgs } from 'node:util';
 import type { CliIO } from '../probe/command.js';
 import { runAgent } from './agent-process.js';
+import { absentStartupFiles, removeStartupFiles } from './startup-files.js';
 import { agentCacheDirs, findBin, findPackage } from './find-bin.js';
 import { launchersDir, otherLaunchers, register, rmdirQuietly } from './launchers.js';
 import { defaultMaxOutput, type ModelInfo, readModels } from './models.js';
@@ -621,7 +622,16 @@ export async function launchCommand(
     }
 
     for (const [path, text] of Object.entries(plan.files)) writeFileSync(path, text, { mode: 0o600 });
-    return await runAgent(bin!, plan.args, childEnv(plan, env), { onError: say });
+    const startup = absentStartupFiles(agent.startupFiles, process.cwd());
+    try {
+      return await runAgent(bin!, plan.args, childEnv(plan, env), { onError: say });
+    } finally {
+      const removed = removeStartupFiles(startup, process.cwd());
+      if (removed.length > 0)
+        say(
+          `removed ${removed.join(', ')}, which ${agent.name} writes into the folder it starts in (its defaults, not this run's settings)`,
+        );
+    }
   } finally {
     if (dir) rmSync(dir, { recursive: true, force: true });
     unregister();

@@ -13,6 +13,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { stringify as toYaml } from 'yaml';
 import { claudeShadowing } from './claude-shadow.js';
+import type { StartupFile } from './startup-files.js';
 
 export type AgentApi = 'messages' | 'responses' | 'chat';
 
@@ -77,6 +78,24 @@ export interface AgentRecipe {
    * launcher says before the run (`cwd`: the working directory the run gets).
    */
   warnings?(env: NodeJS.ProcessEnv, cwd: string, t: Target): string[];
+  /** Files it writes into the working folder at every start (startup-files.ts): removed after if left so. */
+  startupFiles?: readonly StartupFile[];
+}
+
+/** Grok CLI 0.0.34's project settings as it writes them when there are none: its default model alone. */
+function isGrokDefaultProject(text: string): boolean {
+  try {
+    const v = JSON.parse(text) as unknown;
+    return (
+      typeof v === 'object' &&
+      v !== null &&
+      !Array.isArray(v) &&
+      Object.keys(v).length === 1 &&
+      (v as { model?: unknown }).model === 'grok-code-fast-1'
+    );
+  } catch {
+    return false;
+  }
 }
 
 /** Whether `args` holds one of `flags`, alone or as `--flag=value`. */
@@ -588,6 +607,8 @@ export const RECIPES: readonly CliRecipe[] = [
       GROK_MODEL: t.model,
       GROK_MAX_TOKENS: String(t.maxOutput),
     }),
+    // Written at each start where none is: its default model, not this run's.
+    startupFiles: [{ path: join('.grok', 'settings.json'), fresh: isGrokDefaultProject }],
   },
 ];
 

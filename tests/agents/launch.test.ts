@@ -5,7 +5,7 @@
  * (tests/agents/lib/agents.ts); moving them onto the launcher is the next step.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { constants, tmpdir } from 'node:os';
@@ -360,6 +360,9 @@ describeAgents('toolproof launch <agent>', () => {
         );
         const forced = stack.requests().filter((l) => l.harness?.forced === true);
         expect(forced.length, why).toBeGreaterThanOrEqual(2);
+        // Grok CLI writes its default project settings into the folder at start: the launcher
+        // takes them back out (cli/launch/startup-files.ts), so the project holds the task's work.
+        expect(existsSync(join(cwd, '.grok')), why).toBe(false);
       } finally {
         await stack.close();
         rmSync(home, { recursive: true, force: true });

@@ -1458,3 +1458,64 @@ describe('a model name written into TOML (Codex)', () => {
     expect(() => tomlString('m\ud800')).toThrow(/cannot be written in TOML/);
   });
 });
+
+describe('files an agent writes into the folder at every start', () => {
+  // Grok CLI 0.0.34 writes `.grok/settings.json` ({"model": "grok-code-fast-1"}, its default model,
+  // not the launch's) into the folder it starts in whenever there is none: every launch left it in
+  // the user's project. The fake below writes it as grok-cli's settings-manager.js does.
+  const GROK = (extra: string) =>
+    `#!/bin/sh\n[ -e .grok/settings.json ] || { mkdir -p .grok && printf '{\\n  "model": "grok-code-fast-1"${extra}\\n}' > .grok/settings.json; }\nexit 3\n`;
+
+  async function launchIn(project: string, script: string) {
+    const { env } = fakeBins();
+    const bin = env.PATH!.split(':')[0]!;
+    writeFileSync(join(bin, 'grok'), script);
+    const url = await toolproofOver(await sim({ personality: 'vllm' }));
+    const child = spawn(
+      process.execPath,
+      [...nodeEntry('cli/toolproof.ts'), 'launch', 'grok', '--url', url],
+      {
+        cwd: project,
+        env: { ...process.env, ...env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (out += d));
+    const code = await new Promise<number | null>((r) => child.on('close', r));
+    return { code, out };
+  }
+
+  const project = () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tp-launch-project-'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    return dir;
+  };
+
+  it("the one the agent wrote with its defaults is removed after the run, and said; the agent's status passes through", async () => {
+    const dir = project();
+    const r = await launchIn(dir, GROK(''));
+    expect(r.code, r.out).toBe(3);
+    expect(readdirSync(dir), r.out).toEqual([]);
+    expect(r.out).toContain(
+      "removed .grok/settings.json, which Grok CLI writes into the folder it starts in (its defaults, not this run's settings)",
+    );
+  });
+
+  it("the user's own file, or one the run changed, stays", async () => {
+    const own = project();
+    mkdirSync(join(own, '.grok'));
+    writeFileSync(join(own, '.grok', 'settings.json'), '{"model": "grok-code-fast-1"}');
+    const a = await launchIn(own, GROK(''));
+    expect(a.code, a.out).toBe(3);
+    expect(readFileSync(join(own, '.grok', 'settings.json'), 'utf8')).toBe('{"model": "grok-code-fast-1"}');
+    expect(a.out).not.toContain('removed');
+    // The run added an MCP server to it (grok's `mcp add` writes there): the user's now.
+    const changed = project();
+    const b = await launchIn(changed, GROK(',\\n  "mcpServers": {}'));
+    expect(b.code, b.out).toBe(3);
+    expect(existsSync(join(changed, '.grok', 'settings.json')), b.out).toBe(true);
+    expect(b.out).not.toContain('removed');
+  });
+});

@@ -48,6 +48,29 @@ describe('AdmissionGate', () => {
     expect(await firstAfter(1_100)).toBe('a');
   });
 
+  it('charges a request the tokens it generates while it still holds its slot (Ticket.charge)', async () => {
+    // Three slots: `l` streams a long answer in one, `s` holds two. Both then queue a request, l's
+    // first; one of s's slots frees. In flight they are even (one each), so the work served
+    // decides: l's answer so far (640 tokens, 10 units) puts its next request behind s's.
+    const who = (id: string) => ({ id, named: true, key: id });
+    const run = async (charged: boolean) => {
+      const gate = new AdmissionGate(settings({ concurrency: 3 }));
+      const l = gate.enter('normal', new RequestAbort(), who('l')) as Ticket;
+      const s1 = gate.enter('normal', new RequestAbort(), who('s')) as Ticket;
+      gate.enter('normal', new RequestAbort(), who('s'));
+      const order: string[] = [];
+      const queued = ['l', 's'].map((id) =>
+        Promise.resolve(gate.enter('normal', new RequestAbort(), who(id))).then(() => order.push(id)),
+      );
+      if (charged) l.charge?.(640);
+      s1.release();
+      await Promise.race(queued);
+      return order[0];
+    };
+    expect(await run(false)).toBe('l');
+    expect(await run(true)).toBe('s');
+  });
+
   it('admits at once below the limit, then by class and arrival', async () => {
     const gate = new AdmissionGate(settings());
     const first = gate.enter('low', new RequestAbort());

@@ -23,9 +23,11 @@ const cluster = clusterOnYaml(
   {
     personality: 'vllm',
     scenario: (turn) =>
-      turn.lastUserText === QUICK || /^[ls]\d/.test(turn.lastUserText)
-        ? { say: 'done', ...(turn.lastUserText.startsWith('l0') ? { delayMs: 60_000 } : {}) }
-        : { say: 'done', delayMs: HOLD_MS },
+      /^d[hls]\d?$/.test(turn.lastUserText)
+        ? decodeScenario(turn.lastUserText)
+        : turn.lastUserText === QUICK || /^[ls]\d/.test(turn.lastUserText)
+          ? { say: 'done', ...(turn.lastUserText.startsWith('l0') ? { delayMs: 60_000 } : {}) }
+          : { say: 'done', delayMs: HOLD_MS },
   },
   (simUrl) => `
 defaults:
@@ -49,6 +51,12 @@ keys:
   - { name: tokens, key: sk-tokens-0123456789, tokensPerMinute: ${TOKENS_PER_MINUTE} }
 `,
 );
+
+/** The decode-work case's requests: dh holds the slot, dl0 writes a long answer, the rest a word. */
+function decodeScenario(name: string) {
+  if (name === 'dh') return { say: 'done', delayMs: 60_000 };
+  return { say: name === 'dl0' ? 'word '.repeat(800).trim() : 'done' };
+}
 
 /** One chat request of `key` on a connection of its own; its status, id and when it was answered. */
 async function ask(key: string, text = 'hi'): Promise<{ status: number; reqId: string; at: number }> {
@@ -228,5 +236,58 @@ describe('shares weighed by prompt size, with two workers', () => {
     expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200]);
     // By request count: l0 s1 l1 s2 l2 s3.
     expect(order(), order().join(' ')).toEqual(['l0', 's1', 's2', 's3', 'l1', 'l2']);
+  }, 60_000);
+});
+
+describe('shares charge decode work, with two workers', () => {
+  it("the primary charges the tokens a worker's request generated before its slot goes back", async () => {
+    const queued = async () =>
+      sample(await metrics(), 'toolproof_admission_queue_depth', 'upstream="http://localhost');
+    const body = (name: string) =>
+      JSON.stringify({ model: 'one', stream: true, messages: [{ role: 'user', content: name }] });
+    // alice asks the long answer, bob the short ones (keys with no charge on this gate yet).
+    // dh (bob's) holds the one slot until its client leaves.
+    const holder = new Client(cluster.origin);
+    const held = new AbortController();
+    const dh = holder
+      .request({
+        method: 'POST',
+        path: '/v1/chat/completions',
+        headers: { 'content-type': 'application/json', authorization: 'Bearer sk-bob-0123456789' },
+        body: body('dh'),
+        signal: held.signal,
+      })
+      .then(
+        (r) => r.body.text(),
+        () => undefined,
+      );
+    const order = () =>
+      cluster.sim.requests
+        .map((r) => {
+          const m = (r.body as { messages?: Array<{ content?: unknown }> } | undefined)?.messages;
+          return String(m?.at(-1)?.content);
+        })
+        .filter((n) => /^d[hls]\d?$/.test(n));
+    await expect.poll(() => order().includes('dh'), { timeout: 20_000, interval: 50 }).toBe(true);
+    const rest: Array<Promise<unknown>> = [];
+    for (const [i, [key, name]] of (
+      [
+        ['alice', 'dl0'],
+        ['alice', 'dl1'],
+        ['bob', 'ds1'],
+        ['bob', 'ds2'],
+        ['bob', 'ds3'],
+      ] as const
+    ).entries()) {
+      rest.push(freshRequest(cluster.origin, { key, body: body(name) }));
+      await expect.poll(queued, { timeout: 20_000, interval: 50 }).toBe(i + 1);
+    }
+    held.abort();
+    await dh;
+    await holder.close();
+    const answers = (await Promise.all(rest)) as Array<{ status: number }>;
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200]);
+    // By prompt alone: dh dl0 dl1 ds1 ds2 ds3 (dl1 and ds1 tied, dl1 older).
+    expect(order(), order().join(' ')).toEqual(['dh', 'dl0', 'ds1', 'ds2', 'ds3', 'dl1']);
   }, 60_000);
 });

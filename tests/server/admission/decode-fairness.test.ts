@@ -1,0 +1,127 @@
+/**
+ * Fair shares charge decode work (server/decode-meter.ts, admission.ts decodeCost): the real server
+ * on loopback in front of the built-in simulator (vLLM), one upstream slot, two keys whose prompts
+ * are alike. Key `long` asks for an 800-token answer, key `short` for one word. Charged by prompt
+ * alone the two took turns, and each of short's turns waited behind one of long's answers; charged
+ * the tokens generated, short's queued turns all go before long's next.
+ */
+import { Agent, fetch as undiciFetch } from 'undici';
+import { afterEach, describe, expect, it } from 'vitest';
+import { type Stack, startStack, waitFor } from '../stack.js';
+
+let stack: Stack | undefined;
+const agents: Agent[] = [];
+afterEach(async () => {
+  await stack?.close();
+  stack = undefined;
+  await Promise.all(agents.splice(0).map((a) => a.close()));
+});
+
+const KEYS = { long: 'sk-long-answers-fair-0001', short: 'sk-short-answers-fair-001' };
+/** An 800-word answer: 800 streamed chunks, usage ~1,000 completion tokens. */
+const LONG_ANSWER = 'word '.repeat(800).trim();
+
+function ask(
+  origin: string,
+  opts: {
+    key: string;
+    name: string;
+    say?: string;
+    holdMs?: number;
+    stream?: boolean;
+    n?: number;
+    signal?: AbortSignal;
+  },
+) {
+  const agent = new Agent();
+  agents.push(agent);
+  return undiciFetch(`${origin}/v1/chat/completions`, {
+    method: 'POST',
+    dispatcher: agent,
+    signal: opts.signal,
+    headers: {
+      'content-type': 'application/json',
+      authorization: `Bearer ${opts.key}`,
+      'x-sim-scenario': JSON.stringify({
+        say: opts.say ?? 'ok',
+        ...(opts.holdMs ? { delayMs: opts.holdMs } : {}),
+      }),
+    },
+    body: JSON.stringify({
+      model: 'm',
+      messages: [{ role: 'user', content: opts.name }],
+      ...(opts.stream ? { stream: true } : {}),
+      ...(opts.n ? { n: opts.n } : {}),
+    }),
+  }).then(
+    async (res) => {
+      const text = await res.text();
+      return { status: res.status, bytes: text.length };
+    },
+    () => ({ status: 0, bytes: 0 }),
+  );
+}
+
+const upstreamOrder = (s: Stack): string[] =>
+  s.sim.requests.map((r) => {
+    const messages = (r.body as { messages?: Array<{ content?: unknown }> } | undefined)?.messages;
+    return String(messages?.at(-1)?.content);
+  });
+
+/**
+ * `h` (short's) holds the slot while l0 (long's long answer), l1 (long's next), s1, s2 and s3
+ * (short's) queue, one after another; then h's client leaves. l0 goes first (its owner had
+ * nothing served), and what it generated decides what follows it.
+ */
+async function longAnswerThenQueue(l0: { stream?: boolean; n?: number; say?: string }) {
+  stack = await startStack({
+    file: {
+      defaults: { forceToolUse: false },
+      admission: { concurrency: 1, queueTimeoutMs: 30_000 },
+      keys: [
+        { name: 'long', key: KEYS.long },
+        { name: 'short', key: KEYS.short },
+      ],
+    },
+  });
+  const s = stack;
+  const queued = () => s.app.toolproof.upstreams.all()[0]!.admissionLoad()[0]!.queued;
+  const holder = new AbortController();
+  const all = [ask(s.origin, { key: KEYS.short, name: 'h', holdMs: 60_000, signal: holder.signal })];
+  await waitFor(() => s.sim.requests.length === 1, 20_000);
+  for (const [i, opts] of [
+    { key: KEYS.long, name: 'l0', say: LONG_ANSWER, ...l0 },
+    { key: KEYS.long, name: 'l1' },
+    { key: KEYS.short, name: 's1' },
+    { key: KEYS.short, name: 's2' },
+    { key: KEYS.short, name: 's3' },
+  ].entries()) {
+    all.push(ask(s.origin, opts));
+    await waitFor(() => queued() === i + 1, 20_000);
+  }
+  holder.abort();
+  const answers = await Promise.all(all);
+  expect(answers.slice(1).map((a) => a.status)).toEqual([200, 200, 200, 200, 200]);
+  return upstreamOrder(s);
+}
+
+describe('fair shares charge the tokens a request generates, not only its prompt', () => {
+  // By prompt alone: h l0 l1 s1 s2 s3 (l1 and s1 tied, l1 older).
+  const FAIR = ['h', 'l0', 's1', 's2', 's3', 'l1'];
+
+  it('a streamed long answer: its events are charged as they come', async () => {
+    const order = await longAnswerThenQueue({ stream: true });
+    expect(order, order.join(' ')).toEqual(FAIR);
+  }, 60_000);
+
+  it('a long answer read whole: its usage is charged before its slot goes back', async () => {
+    const order = await longAnswerThenQueue({});
+    expect(order, order.join(' ')).toEqual(FAIR);
+  }, 60_000);
+
+  it('n: 8 short answers cost eight times one (each choice generated)', async () => {
+    // 8 choices of 100 words: ~1,000 tokens generated, as the long answer above.
+    const order = await longAnswerThenQueue({ n: 8, say: 'word '.repeat(100).trim() });
+    expect(order, order.join(' ')).toEqual(FAIR);
+  }, 60_000);
+});

@@ -1,0 +1,94 @@
+/**
+ * server/decode-meter.ts: the tokens an upstream response generated, from its stream's events and
+ * its reported usage, however its bytes are split; bounded CPU and memory (x1 vs x4).
+ */
+import { describe, expect, it } from 'vitest';
+import { DecodeMeter } from '../../server/decode-meter.js';
+import { measureScaling, prng, withinBudget } from '../support/cost-scaling.js';
+
+/** Feeds `body` in pieces of seeded random sizes; the meter's total. */
+function meter(body: string, sse: boolean, seed = 1): number {
+  const bytes = Buffer.from(body);
+  const rand = prng(seed);
+  const m = new DecodeMeter(sse);
+  for (let i = 0; i < bytes.length; ) {
+    const n = 1 + Math.floor(rand() * 3000);
+    m.push(bytes.subarray(i, i + n));
+    i += n;
+  }
+  return m.total();
+}
+
+const chunk = (text: string) =>
+  `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: text } }] })}\n\n`;
+
+/** vLLM's JSON answer (usage last); llama-server's puts its timings after the usage. */
+const whole = (tokens: number, after = '') =>
+  JSON.stringify({
+    id: 'x',
+    choices: [{ index: 0, message: { role: 'assistant', content: 'word '.repeat(tokens) } }],
+    usage: { prompt_tokens: 12, completion_tokens: tokens, total_tokens: 12 + tokens },
+  }).replace(/}$/, `${after}}`);
+
+describe('DecodeMeter', () => {
+  it("reads a JSON answer's completion_tokens, whatever follows it (llama-server's timings)", () => {
+    expect(meter(whole(1234), false)).toBe(1234);
+    const timings = `,"timings":{"prompt_n":12,"predicted_n":77,${'"x":1,'.repeat(30)}"predicted_ms":3.5}`;
+    for (const seed of [1, 2, 3]) expect(meter(whole(77, timings), false, seed)).toBe(77);
+  });
+
+  it("reads Messages' and Responses' output_tokens, not its details' fields", () => {
+    const msg = JSON.stringify({
+      type: 'message',
+      content: [{ type: 'text', text: 'hi' }],
+      usage: { input_tokens: 40, output_tokens: 321 },
+    });
+    expect(meter(msg, false)).toBe(321);
+    const responses = JSON.stringify({
+      object: 'response',
+      usage: { input_tokens: 9, output_tokens: 55, output_tokens_details: { reasoning_tokens: 999 } },
+      metadata: {},
+    });
+    expect(meter(responses, false)).toBe(55);
+  });
+
+  it("counts a stream's events, or its usage chunk when that says more (n choices)", () => {
+    const events = Array.from({ length: 500 }, (_, i) => chunk(`w${i} `)).join('');
+    for (const seed of [1, 2, 3]) expect(meter(`${events}data: [DONE]\n\n`, true, seed)).toBe(501);
+    // One byte at a time: every event's `data:` cut between reads.
+    const bytewise = new DecodeMeter(true);
+    for (const b of Buffer.from(events)) bytewise.push(Buffer.of(b));
+    expect(bytewise.total()).toBe(500);
+    const usage = `data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: 3, completion_tokens: 4000 } })}\n\n`;
+    expect(meter(`${events}${usage}data: [DONE]\n\n`, true)).toBe(4000);
+  });
+
+  it('a quoted pattern inside generated text is no count', () => {
+    const text = 'the field "completion_tokens": 99999 and "output_tokens": 88888';
+    const body = JSON.stringify({
+      choices: [{ message: { content: text } }],
+      usage: { completion_tokens: 7 },
+    });
+    expect(meter(body, false)).toBe(7);
+    expect(meter(JSON.stringify({ choices: [{ message: { content: text } }] }), false)).toBe(0);
+    // Not SSE: `data:` in a JSON answer is no event.
+    expect(meter(JSON.stringify({ content: 'data: data: data:' }), false)).toBe(0);
+  });
+
+  it('a reported count is bounded', () => {
+    expect(meter('{"usage":{"completion_tokens":999999999999}}', false)).toBeLessThanOrEqual(1 << 24);
+  });
+
+  it('costs linear CPU and constant memory in the body (x1 vs x4)', () => {
+    const s = measureScaling(
+      (n) => Buffer.from(Array.from({ length: n }, (_, i) => chunk(`w${i} `)).join('')),
+      (body) => {
+        const m = new DecodeMeter(true);
+        for (let i = 0; i < body.length; i += 1500) m.push(body.subarray(i, i + 1500));
+        return m.total();
+      },
+      { from: 64, max: 1 << 16 },
+    );
+    expect(withinBudget(s, 5), JSON.stringify(s)).toEqual({ time: true, memory: true });
+  });
+});
