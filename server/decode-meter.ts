@@ -22,6 +22,18 @@ const EVENT = Buffer.from('data:');
 const USAGE_KEYS = [Buffer.from('"completion_tokens"'), Buffer.from('"output_tokens"')];
 /** A reported count past this is read as this (a hostile or broken backend; 128 choices of 128k). */
 const MAX_TOKENS = 1 << 24;
+/** The stream's last bytes kept between reads: fewer than an event's `data:`. */
+const CARRY = EVENT.length - 1;
+
+/** Whether an event's `data:` starts before `carried` in `b` and ends by `end`. */
+function startsInCarry(b: Buffer, carried: number, end: number): boolean {
+  for (let s = 0; s < carried && s + EVENT.length <= end; s++) {
+    let k = 0;
+    while (k < EVENT.length && b[s + k] === EVENT[k]) k++;
+    if (k === EVENT.length) return true;
+  }
+  return false;
+}
 
 export class DecodeMeter {
   private readonly ring = Buffer.allocUnsafe(TAIL_BYTES);
@@ -30,7 +42,9 @@ export class DecodeMeter {
   private pos = 0;
   private events = 0;
   /** The last bytes of the stream so far (fewer than an event's `data:`): one cut between reads. */
-  private carry = Buffer.alloc(0);
+  private readonly carry = Buffer.alloc(2 * CARRY);
+  /** Bytes of `carry` that are the stream's last ones (up to CARRY). */
+  private carried = 0;
 
   constructor(private readonly sse: boolean) {}
 
@@ -38,13 +52,23 @@ export class DecodeMeter {
   push(chunk: Buffer): number {
     if (this.sse) {
       for (let i = chunk.indexOf(EVENT); i !== -1; i = chunk.indexOf(EVENT, i + EVENT.length)) this.events++;
-      // A `data:` cut between two reads: it starts in the carry, at most 8 bytes looked at.
+      // A `data:` cut between two reads: it starts in the carry (its bytes, then this chunk's
+      // first ones, side by side in one small buffer), at most 8 bytes looked at, nothing made.
       const carry = this.carry;
-      const joint = Buffer.concat([carry, chunk.subarray(0, EVENT.length - 1)]);
-      const i = carry.length > 0 ? joint.indexOf(EVENT) : -1;
-      if (i !== -1 && i < carry.length) this.events++;
-      const seen = chunk.length >= EVENT.length - 1 ? chunk : Buffer.concat([carry, chunk]);
-      this.carry = Buffer.from(seen.subarray(Math.max(0, seen.length - (EVENT.length - 1))));
+      const carried = this.carried;
+      const head = Math.min(CARRY, chunk.length);
+      chunk.copy(carry, carried, 0, head);
+      if (carried > 0 && startsInCarry(carry, carried, carried + head)) this.events++;
+      if (chunk.length >= CARRY) {
+        chunk.copy(carry, 0, chunk.length - CARRY);
+        this.carried = CARRY;
+      } else {
+        // The carry's bytes and this short chunk's, their last CARRY kept.
+        const n = carried + head;
+        const keep = Math.min(CARRY, n);
+        carry.copy(carry, 0, n - keep, n);
+        this.carried = keep;
+      }
     }
     this.keep(chunk);
     return this.events;
