@@ -216,6 +216,25 @@ describe('the attempt loop on a scripted upstream', () => {
     expect(streamed).toEqual(plain);
   });
 
+  // Each choice's role chunk opens it: a retry left out choice 1's (it stripped the role of the
+  // first choice in any chunk once choice 0's had gone out), and the SDK read no stream at all.
+  it('chat, n=2, a broken call in each choice retried: each choice opened once, the same answer', async () => {
+    const broken = { calls: [{ name: 'get_weather', arguments: '{"town":"Paris"}' }] };
+    const { plain, streamed, upstream } = await run(
+      'chat',
+      [
+        [broken, broken],
+        [{ content: leak('Paris') }, { calls: [{ name: 'get_weather', arguments: '{"city":"Rome"}' }] }],
+      ],
+      { n: 2 },
+    );
+    expect(upstream[0]).toHaveLength(2);
+    expect(plain).toMatchObject({
+      ok: { choices: [{ finish_reason: 'tool_calls' }, { finish_reason: 'tool_calls' }] },
+    });
+    expect(streamed).toEqual(plain);
+  });
+
   const noParallel: Record<Door, Record<string, unknown>> = {
     chat: { parallel_tool_calls: false },
     responses: { parallel_tool_calls: false },

@@ -6,6 +6,7 @@
  */
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
+import { ChatCompletionStream } from 'openai/lib/ChatCompletionStream';
 
 export type Door = 'chat' | 'responses' | 'messages';
 export const DOORS: Door[] = ['chat', 'responses', 'messages'];
@@ -85,10 +86,20 @@ export async function askDoor(
     return outcome(async () => {
       if (!stream) return openai.chat.completions.create(params as never);
       // Usage comes on a chat stream when asked (OpenAI's contract); the whole answer has it.
-      const runner = openai.chat.completions.stream({
-        ...params,
-        stream_options: { include_usage: true },
-      } as never);
+      const asked = { ...params, stream_options: { include_usage: true } };
+      // The helper parses content under a json_schema response_format as it comes, which
+      // create() does not: read the same bytes through its accumulator without the parse.
+      const runner =
+        params.response_format === undefined
+          ? openai.chat.completions.stream(asked as never)
+          : ChatCompletionStream.fromReadableStream(
+              (
+                await openai.chat.completions.create({
+                  ...asked,
+                  stream: true,
+                } as OpenAI.Chat.ChatCompletionCreateParamsStreaming)
+              ).toReadableStream(),
+            );
       for await (const _ of runner) {
         // drained
       }
