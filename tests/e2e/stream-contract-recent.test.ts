@@ -5,6 +5,7 @@
  * (status and body), and the upstream is sent the same bytes either way (a cut turn, a note for
  * video, the corrective retry's feedback).
  */
+import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Stack, startStack } from '../server/stack.js';
 import {
@@ -135,9 +136,23 @@ describe('video and audio degraded to notes (llama-server with an image mmproj: 
 });
 
 /** The scripted upstream's turns: one choice, several (n > 1), or a fault; counted apart by mode. */
-type Planned = Turn | Turn[] | 'oom' | 'cut';
+type Planned = Turn | Turn[] | 'oom' | 'cut' | 'over-window';
 function replyOf(planned: Planned, body: Record<string, unknown>): ScriptedReply {
   if (planned === 'oom') return { json: { error: { message: 'CUDA out of memory' } }, status: 500 };
+  // vLLM's refusal of a prompt over the window (its wording: tests/fixtures/errors/wire.json).
+  if (planned === 'over-window')
+    return {
+      json: {
+        error: {
+          message:
+            "This model's maximum context length is 8192 tokens. However, you requested 9000 tokens (8000 in the messages, 1000 in the completion). Please reduce the length of the messages or completion.",
+          type: 'BadRequestError',
+          param: null,
+          code: 400,
+        },
+      },
+      status: 400,
+    };
   // The connection closed after some of the answer (a backend restarted mid-answer).
   if (planned === 'cut')
     return body.stream === true
@@ -314,4 +329,73 @@ describe('the attempt loop on a scripted upstream', () => {
       expect(JSON.stringify(streamed)).toContain('closed the stream before it ended');
     });
   }
+
+  /**
+   * Any three attempts (leaks of one or two calls, prose, a broken call, final answers in and
+   * out of the client's schema, a call cut by max_tokens, a 500, a cut, the over-window refusal)
+   * on any door, with parallel calls off, a client json_schema, n=2: one outcome either way, and
+   * the same requests upstream. Two differences are the stream's own: an error after the headers
+   * (the stream opened on an attempt before) is the door's error event, the same code, no
+   * status; a cut after output that went out live is not sent again.
+   */
+  const turn = fc.constantFrom<Planned>(
+    { content: leak('Paris') },
+    { content: `Sure. ${leak('Paris', 'Rome')}` },
+    { content: 'Sunny.' },
+    { calls: [{ name: 'get_weather', arguments: '{"town":"Paris"}' }] },
+    {
+      calls: [
+        { name: 'get_weather', arguments: '{"city":"Paris"}' },
+        { name: 'get_weather', arguments: '{"city":"Rome"}' },
+      ],
+    },
+    { calls: [{ name: 'final_answer', arguments: '{"items":"a"}' }] },
+    { calls: [{ name: 'final_answer', arguments: '{"items":["a","b"]}' }] },
+    { calls: [{ name: 'final_answer', arguments: '{"answer":"It is sunny."}' }] },
+    { calls: [{ name: 'get_weather', arguments: '{"city":"Par' }], finish: 'length' },
+    'oom',
+    'cut',
+    'over-window',
+  );
+  const formats: Record<Door, Record<string, unknown>> = {
+    ...(format as Record<'chat' | 'responses', Record<string, unknown>>),
+    messages: { output_config: { format: { type: 'json_schema', schema: answerSchema } } },
+  };
+  const codeOf = (o: Outcome) => {
+    const e = (o as { error: { code?: string; type?: string; error?: { type: string } } }).error;
+    return e.code ?? e.error?.type ?? e.type;
+  };
+  /** Prose where the client asked for its schema: the SDKs' stream helpers parse it and throw. */
+  const prose = (t: Planned) =>
+    (Array.isArray(t) ? t : [t]).some(
+      (x) => typeof x === 'object' && x.content !== undefined && !x.content.startsWith('<tool_call>'),
+    );
+  it('property: any three attempts on any door, parallel calls off, a schema, n=2', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom(...DOORS),
+        fc.array(turn, { minLength: 1, maxLength: 3 }),
+        fc.boolean(),
+        fc.boolean(),
+        fc.boolean(),
+        async (door, turns, off, schema, two) => {
+          fc.pre(!(schema && door !== 'chat' && turns.some(prose)));
+          const n = two && door === 'chat';
+          const extra = {
+            ...(off ? noParallel[door] : {}),
+            ...(schema ? formats[door] : {}),
+            ...(n ? { n: 2 } : {}),
+          };
+          const planned = n ? turns.map((t) => (typeof t === 'string' ? t : [t as Turn, t as Turn])) : turns;
+          const { plain, streamed, upstream } = await run(door, planned, extra);
+          if ('status' in streamed && streamed.status === undefined && 'status' in plain) {
+            expect(codeOf(streamed)).toBe(codeOf(plain));
+            if (JSON.stringify(streamed).includes('closed the stream before it ended')) return;
+          } else expect(streamed).toEqual(plain);
+          expect(upstream[1]).toEqual(upstream[0]);
+        },
+      ),
+      { numRuns: 24, seed: 1 },
+    );
+  });
 });
