@@ -88,8 +88,10 @@ export class ChatCall {
   attemptEffects: PolicyEffect[] = [];
   /** llama-server's timings summed over attempts (prompt-cache.ts), when it sent them. */
   timings: { prompt: number; cached: number } | undefined;
-  /** The client's stream got its opening role chunk (a retry then leaves its own out). */
+  /** The client's stream got an opening role chunk: a byte of the answer went out. */
   roleSent = false;
+  /** The choices (indexes) whose opening role chunk the client got: a retry leaves theirs out. */
+  readonly rolesSent = new Set<number>();
   /** Completion tokens of attempts toolproof discarded for a retry. */
   discardedTokens = 0;
   /** The first route's fallback models (names) not tried yet, in order. */

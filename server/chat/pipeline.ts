@@ -127,6 +127,7 @@ async function runAttempts(
       noteChoice(call, index, asked, call.trace.attempts + 1);
       call.retriesUsed = 0; // each choice has its own corrective retries
       call.roleSent = false; // and opens its own message
+      call.rolesSent.clear();
       const driver = framing.choice(index);
       const end = await attemptChoice(call, deps, driver, call.phase.request, false, 1, total);
       if (end.kind !== 'delivered') throw new ToolproofError('TP_ERR_INTERNAL'); // never relayed

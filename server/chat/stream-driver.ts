@@ -260,7 +260,12 @@ class StreamReader implements LaneSink {
   // LaneSink: where the chain's output goes.
   chunk(c: ChatCompletionChunk): void {
     noteSeen(this.live, c);
-    if (!this.call.roleSent && c.choices?.[0]?.delta?.role !== undefined) this.call.roleSent = true;
+    if (Array.isArray(c.choices))
+      for (const choice of c.choices)
+        if (choice?.delta?.role !== undefined) {
+          this.call.roleSent = true;
+          this.call.rolesSent.add(choice.index);
+        }
     if (this.frame) this.text += this.frame(c);
     else this.chunks.push(c);
   }
@@ -373,14 +378,20 @@ class StreamReader implements LaneSink {
       this.usage = addUsage(this.usage, chunk.usage);
       return; // one summed usage chunk goes out at the very end
     }
-    if (this.continues && this.call.roleSent && Array.isArray(chunk.choices)) {
-      // When the failed attempt's role chunk was held back with the rest of it, the retry's
-      // opens the message.
-      const c0 = chunk.choices[0];
-      if (c0?.delta?.role) {
-        const { role: _role, ...rest } = c0.delta;
-        chunk = { ...chunk, choices: [{ ...c0, delta: rest }, ...chunk.choices.slice(1)] };
-      }
+    if (this.continues && this.call.rolesSent.size > 0 && Array.isArray(chunk.choices)) {
+      // A choice whose role chunk reached the client is not opened again; one whose role chunk
+      // was held back with the rest of the failed attempt is opened by the retry's. Each choice
+      // by its index: with n > 1, choice 1's role chunk is not choice 0's.
+      const sent = this.call.rolesSent;
+      if (chunk.choices.some((c) => c?.delta?.role && sent.has(c.index)))
+        chunk = {
+          ...chunk,
+          choices: chunk.choices.map((c) => {
+            if (!c?.delta?.role || !sent.has(c.index)) return c;
+            const { role: _role, ...rest } = c.delta;
+            return { ...c, delta: rest };
+          }),
+        };
     }
     const carrier =
       this.logprobs ?? (carriesLogprobs(chunk) ? (this.logprobs = new LogprobsCarrier()) : undefined);
