@@ -126,14 +126,8 @@ function registerRetrieve(scope: FastifyInstance, state: AppState) {
     '/v1/responses/:id/input_items',
     config,
     async (request) => {
-      const { order, after } = request.query;
-      const store = state.responsesStore;
-      const scope = request.tpKey?.key ?? '';
-      // From the newest item with no cursor: only the turns the page reaches are read.
-      const tail = (order === undefined || order === 'desc') && (after === undefined || after === '');
-      const items = tail
-        ? store?.inputItemsTail(scope, request.params.id)
-        : store?.inputItems(scope, request.params.id);
+      // Only the turns the page reaches are read, where the chain allows it (inputItemsPaged).
+      const items = state.responsesStore?.inputItemsPaged(request.tpKey?.key ?? '', request.params.id);
       if (!items) throw responseNotHeld(request.params.id);
       return listPage(items, request.query);
     },
