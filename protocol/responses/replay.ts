@@ -137,13 +137,20 @@ function textOf(item: Obj | undefined, k: number): string {
   return typeof part?.text === 'string' ? part.text : '';
 }
 
-/** The events of `response` as its live stream numbered them (`numbering`), those after `startingAfter`. */
-function replayNumbered(response: Obj, numbering: Uint32Array, startingAfter: number): ResponsesEvent[] {
+/**
+ * The events of `response` as its live stream numbered them (`numbering`), those after
+ * `startingAfter`, one at a time: a long stream's events were built in one array, then one
+ * string, on the event loop, once per request (GET /v1/responses/{id}?stream=true).
+ */
+function* replayNumbered(
+  response: Obj,
+  numbering: Uint32Array,
+  startingAfter: number,
+): Generator<ResponsesEvent, void, undefined> {
   const output = Array.isArray(response.output) ? (response.output as Obj[]) : [];
   const snapshot = { ...response, status: 'in_progress', output: [], output_text: '', usage: null };
   /** Each item's and part's text sent so far (a delta's start). */
   const sent = new Map<number, number>();
-  const out: ResponsesEvent[] = [];
   for (let seq = 0; WORDS * seq < numbering.length; seq++) {
     const word = numbering[WORDS * seq]!;
     const type = CODES[word & 0xff];
@@ -158,7 +165,7 @@ function replayNumbered(response: Obj, numbering: Uint32Array, startingAfter: nu
     // Sent again at its place: left out, the resumed stream's numbering had a gap there, as if an
     // event had been lost.
     if (type === 'keepalive') {
-      out.push({ type, sequence_number: seq });
+      yield { type, sequence_number: seq };
       continue;
     }
     const at = { item_id: item?.id, output_index: i, ...(k >= 0 ? { content_index: k } : {}) };
@@ -205,17 +212,23 @@ function replayNumbered(response: Obj, numbering: Uint32Array, startingAfter: nu
       default:
         body = { type, response };
     }
-    out.push({ ...body, sequence_number: seq });
+    yield { ...body, sequence_number: seq };
   }
-  return out;
 }
 
 /**
  * The events of `response` (a kept one, its output whole), those numbered after `startingAfter`:
  * as its live stream numbered them when `numbering` was kept, else rebuilt from 0.
  */
-export function replayEvents(response: Obj, startingAfter = -1, numbering?: Uint32Array): ResponsesEvent[] {
-  if (numbering) return replayNumbered(response, numbering, startingAfter);
+export function* replayEvents(
+  response: Obj,
+  startingAfter = -1,
+  numbering?: Uint32Array,
+): Generator<ResponsesEvent, void, undefined> {
+  if (numbering) {
+    yield* replayNumbered(response, numbering, startingAfter);
+    return;
+  }
   const output = Array.isArray(response.output) ? (response.output as Obj[]) : [];
   const snapshot = { ...response, status: 'in_progress', output: [], output_text: '', usage: null };
   const bodies: ResponsesEventBody[] = [
@@ -229,8 +242,6 @@ export function replayEvents(response: Obj, startingAfter = -1, numbering?: Uint
   });
   const terminal = TERMINAL[String(response.status)];
   if (terminal) bodies.push({ type: terminal, response });
-  const out: ResponsesEvent[] = [];
   for (let seq = startingAfter + 1; seq < bodies.length; seq++)
-    out.push({ ...bodies[seq]!, sequence_number: seq });
-  return out;
+    yield { ...bodies[seq]!, sequence_number: seq };
 }

@@ -61,10 +61,10 @@ describe('replayEvents with the live numbering', () => {
   it('after any event N: the live events after N, keepalives included, each delta its own slice', () => {
     const { events, response, numbering } = live(['Sun', 'ny, ', '21 ', 'degrees', ' 🌞.']);
     for (let n = -1; n < events.length; n++) {
-      const resumed = replayEvents(response, n, numbering);
+      const resumed = [...replayEvents(response, n, numbering)];
       expect(shown(resumed), `after ${n}`).toEqual(shown(events.slice(n + 1)));
     }
-    const done = replayEvents(response, -1, numbering).find(
+    const done = [...replayEvents(response, -1, numbering)].find(
       (e) => e.type === 'response.function_call_arguments.done',
     );
     expect(done).toMatchObject({ name: 'f', arguments: '{"a":1}', output_index: 1 });
@@ -72,7 +72,7 @@ describe('replayEvents with the live numbering', () => {
 
   it('a resumed stream is numbered without a gap where the live one sent a keepalive', () => {
     const { events, response, numbering } = live(['a', 'b', 'c']);
-    const resumed = replayEvents(response, 1, numbering).map((e) => e.sequence_number);
+    const resumed = [...replayEvents(response, 1, numbering)].map((e) => e.sequence_number);
     expect(resumed).toEqual(Array.from({ length: events.length - 2 }, (_, i) => i + 2));
   });
 
@@ -86,7 +86,7 @@ describe('replayEvents with the live numbering', () => {
     const make = (n: number) => Array.from({ length: n }, (_, i) => `w${i} `);
     const run = (pieces: string[]) => {
       const { response, numbering } = live(pieces);
-      return replayEvents(response, pieces.length, numbering).length;
+      return [...replayEvents(response, pieces.length, numbering)].length;
     };
     const measure = () => measureScaling(make, run, { from: 1_000, max: 256_000 });
     let s = measure();

@@ -165,15 +165,27 @@ describe('input items of responses sharing a chain', () => {
       const tail = (s: ResponsesItemStore, id: string, whole: boolean) => {
         const firsts = [];
         for (const limit of ['1', '3', '100']) {
-          const l = whole ? s.inputItems('k', id) : s.inputItemsTail('k', id);
+          const l = whole ? s.inputItems('k', id) : s.inputItemsPaged('k', id);
           if (!l) return undefined;
           if (!(l instanceof KeptListing)) readFromEnd++;
           firsts.push(listPage(l, { limit }));
         }
         // Read forward, then by cursors.
-        const asc = listPage(s.inputItemsTail('k', id)!, { order: 'asc', limit: '4' });
-        const l = s.inputItemsTail('k', id)!;
-        return [...firsts, ...firsts.map((f) => listPage(l, { limit: '2', after: f.last_id ?? '' })), asc];
+        const asc = listPage(s.inputItemsPaged('k', id)!, { order: 'asc', limit: '4' });
+        const l = s.inputItemsPaged('k', id)!;
+        // Every cursor finds its place (read from the id where the chain is read by pages); an id of another branch none.
+        const all = Array.from({ length: l.length }, (_, k) => l.at(k).id);
+        const places = [
+          ...all,
+          ...ids.map((r) => `msg_out_${ids.indexOf(r)}`),
+          listedId(ids[0]!, 99, output(0)),
+        ].map((c) => l.indexOf(c));
+        return [
+          ...firsts,
+          ...firsts.map((f) => listPage(l, { limit: '2', after: f.last_id ?? '' })),
+          asc,
+          places,
+        ];
       };
       // Some trees with no id sent twice (every id its own: the listing read from its end).
       const repeats = seed % 3 === 0 ? 0 : 0.3;
@@ -240,7 +252,7 @@ describe('input items of responses sharing a chain', () => {
           envelope: '{}',
         });
       expect(store.responseCount).toBe(4);
-      const fromEnd = store.inputItemsTail('k', 'resp_3')!;
+      const fromEnd = store.inputItemsPaged('k', 'resp_3')!;
       const page = listPage(fromEnd, { limit: '100' });
       expect(page, again).toEqual(listPage(store.inputItems('k', 'resp_3')!, { limit: '100' }));
       // Each id once: the later one derived anew.
@@ -252,7 +264,7 @@ describe('input items of responses sharing a chain', () => {
     // A chain of `turns` responses (ten items brought, one answer each), built outside the timing.
     const firstPageOf = (turns: number) => {
       const store = chain(turns);
-      return cpuMsOf(() => listPage(store.inputItemsTail('k', `resp_${turns - 1}`)!, { limit: '20' }));
+      return cpuMsOf(() => listPage(store.inputItemsPaged('k', `resp_${turns - 1}`)!, { limit: '20' }));
     };
     const c = compareCosts(
       () => firstPageOf(2_000),

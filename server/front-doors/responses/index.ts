@@ -6,6 +6,7 @@
  * final_answer, fallback, history repair, leak recovery, validation, corrective retry), and
  * the answer is translated back: a response object, or the Responses event stream (output.ts).
  */
+import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ToolproofError } from '../../../protocol/errors.js';
 import { stringifyJson } from '../../../protocol/lossless-json.js';
@@ -16,7 +17,12 @@ import {
   type TranslatorContext,
 } from '../../../protocol/responses/stream.js';
 import { replayEvents } from '../../../protocol/responses/replay.js';
-import type { InputItem, ResponseObject, ResponsesRequest } from '../../../protocol/responses/types.js';
+import type {
+  InputItem,
+  ResponseObject,
+  ResponsesEvent,
+  ResponsesRequest,
+} from '../../../protocol/responses/types.js';
 import type { AppState } from '../../app-state.js';
 import type { ChatCall } from '../../chat/context.js';
 import { stateId } from '../../worker-relay.js';
@@ -116,9 +122,12 @@ function registerRetrieve(scope: FastifyInstance, state: AppState) {
       });
     const response = held(request);
     const numbering = state.responsesStore?.streamNumbering(request.tpKey?.key ?? '', request.params.id);
-    let text = '';
-    for (const e of replayEvents(response, from, numbering)) text += sseEvent(e);
-    return reply.header('cache-control', 'no-cache').type('text/event-stream; charset=utf-8').send(text);
+    // Written as the client reads it, 64 KiB at a time: built as one string, a long stream's
+    // replay held its whole size (and its events) per request, made on the event loop at once.
+    return reply
+      .header('cache-control', 'no-cache')
+      .type('text/event-stream; charset=utf-8')
+      .send(Readable.from(inBatches(replayEvents(response, from, numbering)), { objectMode: false }));
   });
   scope.post<ById>('/v1/responses/:id/cancel', config, async (request) => held(request));
   // The openai SDK's responses.inputItems.list: paged as OpenAI pages (desc by default, `after`, `limit`).
@@ -126,14 +135,8 @@ function registerRetrieve(scope: FastifyInstance, state: AppState) {
     '/v1/responses/:id/input_items',
     config,
     async (request) => {
-      const { order, after } = request.query;
-      const store = state.responsesStore;
-      const scope = request.tpKey?.key ?? '';
-      // From the newest item with no cursor: only the turns the page reaches are read.
-      const tail = (order === undefined || order === 'desc') && (after === undefined || after === '');
-      const items = tail
-        ? store?.inputItemsTail(scope, request.params.id)
-        : store?.inputItems(scope, request.params.id);
+      // Only the turns the page reaches are read, where the chain allows it (inputItemsPaged).
+      const items = state.responsesStore?.inputItemsPaged(request.tpKey?.key ?? '', request.params.id);
       if (!items) throw responseNotHeld(request.params.id);
       return listPage(items, request.query);
     },
@@ -143,6 +146,19 @@ function registerRetrieve(scope: FastifyInstance, state: AppState) {
     if (!state.responsesStore?.deleteResponse(request.tpKey?.key ?? '', id)) throw responseNotHeld(id);
     return { id, object: 'response', deleted: true };
   });
+}
+
+/** Events as text, about 64 KiB a piece. */
+function* inBatches(events: Iterable<ResponsesEvent>): Generator<string, void, undefined> {
+  let text = '';
+  for (const e of events) {
+    text += sseEvent(e);
+    if (text.length >= 65_536) {
+      yield text;
+      text = '';
+    }
+  }
+  if (text !== '') yield text;
 }
 
 /** A request's `conversation` (its id, or `{id}`) as an id; a 400 naming it when it is neither. */

@@ -26,7 +26,15 @@ import type { ItemLookup } from '../../../protocol/responses/items.js';
 import type { InputItem, OutputItem } from '../../../protocol/responses/types.js';
 import { BusiestFirst } from '../../busiest-first.js';
 import { WriteOrder } from '../../write-order.js';
-import { itemId, KeptListing, type Listed, type Listing, listedId } from './kept-listing.js';
+import {
+  derivedPlace,
+  entryHash,
+  itemId,
+  KeptListing,
+  type Listed,
+  type Listing,
+  listedId,
+} from './kept-listing.js';
 
 export type { Listed, Listing } from './kept-listing.js';
 
@@ -85,6 +93,15 @@ interface Kept {
    * output ids were not held before and look like no derived id.
    */
   readonly clean?: boolean;
+  /**
+   * A response: its place in its chain (0: the first) and an earlier response of it to skip to
+   * (Myers' jump pointers: any earlier one is reached in log steps), for a page of a clean
+   * chain's input items read from anywhere (inputItemsPaged).
+   */
+  readonly depth?: number;
+  readonly jump?: string;
+  /** A clean response whose request brought items: the hash their derived ids carry (entryHash). */
+  readonly hash?: string;
 }
 
 interface ChainTag {
@@ -99,6 +116,9 @@ interface Deleted {
   readonly places: Set<number>;
   bytes: number;
 }
+
+/** What an entry of the derived-hash index is counted at, beside its strings. */
+const DERIVED_ENTRY_BYTES = 64;
 
 /** What a deleted place is counted at. */
 const DELETED_BYTES = 24;
@@ -135,6 +155,8 @@ export class ResponsesItemStore {
   /** Conversations as last listed, by id, the least recently read first (listConversation). */
   private readonly listings = new Map<string, KeptListing>();
   private listingBytes = 0;
+  /** Clean responses by the hash their brought items' derived ids carry (inputItemsPaged's cursor). */
+  private readonly derived = new Map<string, string>();
 
   constructor(readonly maxBytes: number) {}
 
@@ -204,7 +226,9 @@ export class ResponsesItemStore {
       idBytes += oid.length + 16;
     }
     const json = stringifyJson(brought);
+    const hash = clean && brought.length > 0 ? entryHash(id) : undefined;
     const bytes =
+      (hash === undefined ? 0 : hash.length + id.length + DERIVED_ENTRY_BYTES) +
       Buffer.byteLength(json) +
       (envelope ? Buffer.byteLength(envelope) : 0) +
       (numbering?.byteLength ?? 0) +
@@ -212,7 +236,7 @@ export class ResponsesItemStore {
       ENTRY_OVERHEAD_BYTES;
     const count = (link?.count ?? 0) + brought.length + outputIds.length;
     // A continued response no longer held keeps no link: naming this one misses as that one did.
-    return this.add({
+    const added = this.add({
       id,
       kind: 'response',
       scope,
@@ -223,10 +247,25 @@ export class ResponsesItemStore {
       count,
       tag,
       clean,
+      ...this.jumpFrom(link),
+      ...(hash !== undefined ? { hash } : {}),
       ...(linked !== undefined ? { prev: linked } : {}),
       ...(envelope !== undefined ? { envelope } : {}),
       ...(envelope !== undefined && numbering !== undefined ? { numbering } : {}),
     });
+    if (added && hash !== undefined) this.derived.set(hash, id);
+    return added;
+  }
+
+  /** A new response's place after `link` in its chain and its jump (Myers' skew-binary rule). */
+  private jumpFrom(link: Kept | undefined): { depth: number; jump?: string } {
+    if (!link) return { depth: 0 };
+    const depth = (link.depth ?? 0) + 1;
+    const j = link.jump === undefined ? undefined : this.responses.get(link.jump);
+    const jj = j?.jump === undefined ? undefined : this.responses.get(j.jump);
+    if (j && jj && (link.depth ?? 0) - (j.depth ?? 0) === (j.depth ?? 0) - (jj.depth ?? 0))
+      return { depth, jump: jj.id };
+    return { depth, jump: link.id };
   }
 
   /** Response `id`'s live stream numbering, when it was streamed and is held under `scope`. */
@@ -331,14 +370,16 @@ export class ResponsesItemStore {
   }
 
   /**
-   * Response `id`'s input items as inputItems lists them, for a page read from the newest item
-   * back with no cursor (`order` desc, OpenAI's default, no `after`): when its chain is intact
-   * and `clean` (every id listed once, as its own), only the turns the page reaches are parsed,
-   * walked back from its own by their counts. The first page of a response of a long chain cost
-   * the whole chain parsed (0.5-1.25 s at ~60-121k items), for each response a client named. A
-   * cursor (indexOf) builds the whole listing. Otherwise inputItems.
+   * Response `id`'s input items as inputItems lists them, for a page read from anywhere (`order`
+   * either way, a cursor or none): when its chain is intact and `clean` (every id listed once, as
+   * its own), only the turns the page reaches are parsed, each found from its own by the jumps
+   * (log steps: jumpFrom) and the counts; a cursor's place is read from the id itself (an output
+   * id: the turn that returned it; a derived one: the turn its hash names) and checked. The first
+   * page of a response of a long chain cost the whole chain parsed (0.5-1.25 s at ~60-121k
+   * items), and a page with a cursor or `order=asc` built the listing whole, kept among 8: a
+   * client cycling through 9 such responses paid the chain on every page. Otherwise inputItems.
    */
-  inputItemsTail(scope: string, id: string): Listing | undefined {
+  inputItemsPaged(scope: string, id: string): Listing | undefined {
     const kept = this.responses.get(id);
     if (
       !kept ||
@@ -351,29 +392,52 @@ export class ResponsesItemStore {
     )
       return this.inputItems(scope, id);
     const length = (kept.count ?? 0) - (kept.outputIds?.length ?? 0);
+    const startOf = (t: Kept) => (t.prev === undefined ? 0 : (this.responses.get(t.prev)?.count ?? 0));
+    /** The turn of the chain holding place `k` (< length): the earliest whose count passes it. */
+    const turnAt = (k: number): Kept => {
+      let at = kept;
+      while (startOf(at) > k) {
+        const jump = at.jump === undefined ? undefined : this.responses.get(at.jump);
+        at = jump !== undefined && (jump.count ?? 0) > k ? jump : this.responses.get(at.prev!)!;
+      }
+      return at;
+    };
     /** The turn read last, where its items start, and them. */
-    let turn = kept;
+    let turn: Kept | undefined;
     let start = 0;
     let items: InputItem[] = [];
     let ids: string[] = [];
-    const read = (t: Kept) => {
-      turn = t;
-      start = t.prev === undefined ? 0 : (this.responses.get(t.prev)?.count ?? 0);
-      items = [];
-      ids = [];
-      this.turnItems(t, false, items, ids);
+    const at = (k: number): Listed => {
+      if (k < 0 || k >= length) throw new RangeError(`input item ${k} of ${length}`);
+      if (turn === undefined || k < start || k >= start + items.length) {
+        turn = turnAt(k);
+        start = startOf(turn);
+        items = [];
+        ids = [];
+        this.turnItems(turn, false, items, ids);
+      }
+      return { id: ids[k - start]!, item: items[k - start]! };
     };
-    read(kept);
+    /** Place `k` if it holds `item` listed as `listed`, within turn `t` of this chain; else -1. */
+    const confirmed = (t: Kept, k: number, listed: string): number =>
+      k >= 0 && k < length && turnAt(k) === t && at(k).id === listed ? k : -1;
     return {
       length,
-      at: (k) => {
-        if (k < 0 || k >= length) throw new RangeError(`input item ${k} of ${length}`);
-        // Read forward (not how a page without a cursor reads it): built whole, once (kept).
-        if (k >= start + items.length) return this.inputItems(scope, id)!.at(k);
-        while (k < start) read(this.responses.get(turn.prev!)!);
-        return { id: ids[k - start]!, item: items[k - start]! };
+      at,
+      indexOf: (listed) => {
+        const out = this.items.get(listed);
+        if (out?.response !== undefined) {
+          const t = this.responses.get(out.response);
+          const place = t?.outputIds?.indexOf(listed) ?? -1;
+          if (!t || t === kept || place < 0) return -1;
+          return confirmed(t, (t.count ?? 0) - t.outputIds!.length + place, listed);
+        }
+        const derived = derivedPlace(listed);
+        const owner = derived === undefined ? undefined : this.derived.get(derived.hash);
+        const t = owner === undefined ? undefined : this.responses.get(owner);
+        if (!t || !derived) return -1;
+        return confirmed(t, startOf(t) + derived.index, listed);
       },
-      indexOf: (item) => this.inputItems(scope, id)?.indexOf(item) ?? -1,
     };
   }
 
@@ -972,6 +1036,7 @@ export class ResponsesItemStore {
     const map = this.mapOf(kept);
     if (map.get(kept.id) !== kept) return;
     map.delete(kept.id);
+    if (kept.hash !== undefined && this.derived.get(kept.hash) === kept.id) this.derived.delete(kept.hash);
     const tag = kept.kind === 'item' ? this.responses.get(kept.response ?? '')?.tag : kept.tag;
     if (tag) tag.broken = true;
     if (this.listings.size > 0 && !revised) this.staled(kept);

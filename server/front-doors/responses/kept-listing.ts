@@ -233,11 +233,22 @@ export function listedId(entry: string, index: number, item: InputItem): string 
   const own = itemId(item);
   if (own !== undefined) return own;
   const prefix = (item as { type?: unknown }).type === 'message' || !('type' in item) ? 'msg' : 'item';
+  return `${prefix}_${entryHash(entry)}${index.toString(16).padStart(8, '0')}`;
+}
+
+/** The part of a derived id (listedId) that names its entry. */
+export function entryHash(entry: string): string {
   if (entry !== hashed.entry) {
     hashed.entry = entry;
     hashed.hex = createHash('sha256').update(entry).digest('hex').slice(0, 40);
   }
-  return `${prefix}_${hashed.hex}${index.toString(16).padStart(8, '0')}`;
+  return hashed.hex;
+}
+
+/** A derived id (listedId) read back: its entry's hash and its place there; undefined for any other. */
+export function derivedPlace(id: string): { hash: string; index: number } | undefined {
+  const m = /^(?:msg|item)_([0-9a-f]{40})([0-9a-f]{8,13})$/.exec(id);
+  return m ? { hash: m[1]!, index: Number.parseInt(m[2]!, 16) } : undefined;
 }
 
 /** The last entry listedId hashed (the items of one entry are listed in a row). */
