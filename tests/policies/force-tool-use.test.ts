@@ -673,6 +673,26 @@ describe('a last user turn that forbids tools (an agent compaction turn)', () =>
     }
   });
 
+  it('Claude Code\u2019s ask with a reminder after it (its deferred tools\u2019 list, sent up as a user message) goes with "auto"', () => {
+    const d = onRequest(
+      request({
+        messages: [
+          { role: 'user', content: 'What is the weather in Paris?' },
+          { role: 'assistant', content: 'Sunny.' },
+          { role: 'user', content: [{ type: 'text', text: compaction }] },
+          {
+            role: 'user',
+            content:
+              '<system-reminder>\nThe following deferred tools are now available via ToolSearch.\n</system-reminder>',
+          },
+        ],
+        tools: [weatherTool],
+      }),
+    );
+    expect(d.request.tool_choice).toBe('auto');
+    expect(d.effects).toContainEqual({ policy: 'force-tool-use', kind: 'text-only-turn', count: 1 });
+  });
+
   it('only the last turn counts: an earlier compaction prompt in the history does not unforce later turns', () => {
     const d = onRequest(
       request({

@@ -224,14 +224,11 @@ function scriptedModel(options: ModelOptions): ScenarioFn {
         summed > 0 || SUMMARY_ASK.test(asked)
           ? `Summary of the work so far.${kept} [steps done: ${summed}]`
           : 'Create proof file';
-      // Forced to call a tool (tool_choice "required") on an ask that declares the session's
-      // tools and does not forbid them (the Continue CLI's), a small model calls the task's next
-      // tool, not final_answer. One that forbids them (Claude Code's) gets its summary.
+      // Forced to call a tool (tool_choice "required") on a summary ask that declares the
+      // session's tools, a small model calls the task's next tool, not final_answer (toolproof
+      // sends every compaction `auto`: the Continue CLI's, Claude Code's with its reminder after).
       const next = position(task, done).step;
-      const forced =
-        next && next.op !== 'parallel' && !/do not call any tools/i.test(asked)
-          ? callForStep(next, ctx.tools, cwd)
-          : undefined;
+      const forced = next && next.op !== 'parallel' ? callForStep(next, ctx.tools, cwd) : undefined;
       return forced ? { say, whenRequired: { call: [forced] } } : { say };
     }
     if (options.overflowAfterSteps !== undefined && summarized === 0 && results >= options.overflowAfterSteps)
