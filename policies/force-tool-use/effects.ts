@@ -21,7 +21,7 @@ export type ForceToolUseEffect =
   | { policy: P; kind: 'forced'; count: number; detail: { toolChoice: 'auto' | 'required' } }
   /** The client's own tool_choice "required" sent as "auto": the upstream rejects "required". */
   | { policy: P; kind: 'required-as-auto'; count: number }
-  /** tool_choice "auto" sent (final_answer kept): the last user turn forbids tools in so many words. */
+  /** tool_choice "auto" sent (final_answer kept): the last user turn forbids tools in so many words, or asks for the agent's compaction. */
   | { policy: P; kind: 'text-only-turn'; count: number }
   /** The client's stop strings held back from the upstream, applied to the answer (client-stop.ts). */
   | { policy: P; kind: 'stop-held'; count: number }

@@ -31,7 +31,12 @@
  * Tool calls will be REJECTED"). With "required" the model had to call some tool, a real one as
  * often as final_answer, and the agent rejected the call: its compaction failed, and so did every
  * later try. With "auto" it can do as asked. final_answer stays in the tools, so the prompt keeps
- * the bytes of the turns before it and the backend's prompt cache still holds.
+ * the bytes of the turns before it and the backend's prompt cache still holds. An agent's
+ * compaction that declares its tools and asks for the summary without forbidding them
+ * (compactionTurn: the Continue CLI 1.5's "Please provide a concise summary of our conversation
+ * so far") is such a turn too: forced, the model called the task's next tool, the Continue CLI
+ * ran that call inside its compaction and compacted again (two commands ran six times, and the
+ * turns' prefix changed each time).
  */
 import type {
   ChatCompletion,
@@ -43,7 +48,7 @@ import type {
 import { type CompileBudget, passThroughHook, type Policy, type PolicyContext } from '../types.js';
 import { isPlainObject } from '../kit/canonical-arguments.js';
 import { toolSetOf } from '../kit/tool-set.js';
-import { textOnlyTurn } from '../kit/last-turn.js';
+import { compactionTurn } from '../kit/last-turn.js';
 import {
   appendAnswer,
   type DecodedAnswer,
@@ -265,7 +270,7 @@ export const forceToolUsePolicy: Policy<ForceToolUseEffect> = {
         }),
         effects: [],
       };
-    const textOnly = answer === undefined && textOnlyTurn(request);
+    const textOnly = answer === undefined && compactionTurn(request);
     const toolChoice = ctx.requiredRejected || textOnly ? 'auto' : 'required';
     const rewritten = forcedCopy(request);
     rewritten.tools = [

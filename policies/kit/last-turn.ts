@@ -2,8 +2,8 @@
  * What a request's last user turn says about the turn as a whole, read from its words: a turn
  * that forbids tools (force-tool-use sends it `auto`), a compaction (truncation leaves out what
  * does not fit the window rather than let the backend refuse it). Bounded whatever the turn's
- * size: at most 32 KB of each of its first 16 text parts (its start and its end), and as much of
- * each of the first four leading system messages. Pure.
+ * size: at most 32 KB of each of the first 16 text parts (their start and end) of its last four
+ * user messages, and as much of each of the first four leading system messages. Pure.
  */
 import type { ChatCompletionRequest } from '../../protocol/openai.js';
 import { isPlainObject } from './canonical-arguments.js';
@@ -78,10 +78,24 @@ function lastUserTurn(request: ChatCompletionRequest): unknown {
   return isPlainObject(last) && last.role === 'user' ? last : undefined;
 }
 
-/** Does the request's last message, a user turn, say `pattern` in one of its first 16 text parts? */
+/** How many user messages at the end of the request are read as the last user turn. */
+const TURN_MESSAGES = 4;
+
+/**
+ * Does the request's last user turn (its trailing user messages, up to four, the last first) say
+ * `pattern` in one of a message's first 16 text parts? Claude Code 2.1.332 sends a reminder after
+ * its compaction ask (the deferred tools' list, a `system` message the Messages door sends up as
+ * a user message), so the ask is not always the last message.
+ */
 function lastUserTurnSays(request: ChatCompletionRequest, pattern: RegExp): boolean {
-  const last = lastUserTurn(request);
-  return last !== undefined && messageSays(last, pattern);
+  const messages = request.messages;
+  if (lastUserTurn(request) === undefined) return false;
+  for (let k = 1; k <= TURN_MESSAGES && k <= messages.length; k++) {
+    const m = messages[messages.length - k];
+    if (!isPlainObject(m) || m.role !== 'user') return false;
+    if (messageSays(m, pattern)) return true;
+  }
+  return false;
 }
 
 /** Does one of the request's first four leading system (or developer) messages say `pattern`? */

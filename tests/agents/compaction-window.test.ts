@@ -26,6 +26,7 @@
  */
 import { expect, it } from 'vitest';
 import { describeRun, runCase } from './lib/case.js';
+import { checkPrefix } from './lib/prefix.js';
 import { describeAgents } from './lib/suite.js';
 import type { Task } from './lib/tasks.js';
 import type { PiApi } from './lib/agents.js';
@@ -171,6 +172,42 @@ describeAgents('Kilo 7.7.7: compaction over a 16k window through toolproof', () 
     ).toBe(true);
     expect(r.disk, why).toEqual([]);
     expect(r.run.stdout, why).toMatch(/\bdone\s*$/);
+  });
+});
+
+describeAgents('Continue CLI 1.5.47: its compaction, which declares its tools, on a leaky model', () => {
+  // A pasted note past its own threshold (its tokenizer's count over the window less its output
+  // and a buffer), under the backend's 32k: it compacts at once, asking for the summary with its
+  // tools declared. toolproof sends that turn `auto` (force-tool-use, compactionTurn); forced, the
+  // model called the next command, the CLI ran it inside its compaction and compacted again after
+  // each one: 13 requests, the commands run 6 times, the prefix broken 6 times.
+  it('its compaction answered in text, each command run once, every turn extends the one before', async () => {
+    const r = await runCase({
+      agent: 'cn',
+      mode: 'leak',
+      task: dumps('cn-compact', 900, 10, 10),
+      via: 'toolproof',
+      model: { server: server32k },
+      timeoutMs: 60_000,
+    });
+    const why = describeRun(r);
+    expect(r.run.exitCode, why).toBe(0);
+    expect(r.disk, why).toEqual([]);
+    expect(r.run.stdout, why).toMatch(/\bdone\s*$/);
+    for (const l of chat(r)) expect(l.status, `${why}\n${JSON.stringify(l)}`).toBe(200);
+    // Its first request is the compaction, sent `auto`.
+    expect(r.upstream[0]!.rawBody, why).toContain('concise summary of our conversation');
+    expect((r.upstream[0]!.body as { tool_choice?: unknown }).tool_choice, why).toBe('auto');
+    // After it: the two commands, each run once, and the answer, from the summary.
+    const runs = new Set(
+      r.upstream.flatMap((u) =>
+        ((u.body as { messages?: Array<{ role?: string; tool_call_id?: string }> }).messages ?? [])
+          .filter((m) => m.role === 'tool')
+          .map((m) => m.tool_call_id),
+      ),
+    );
+    expect(runs.size, why).toBe(2);
+    expect(checkPrefix(r.upstream).breaks, why).toEqual([]);
   });
 });
 

@@ -6,73 +6,15 @@
  * answered 200, the session ends with an answer, and each turn extends the one before byte for
  * byte upstream. Claude Code compacts twice in 32k and still answers the number the PDF's last
  * page holds. Not covered: what the others do with the PDF (Qwen Code wants pdftotext, opencode
- * drops it for a model not said to read PDFs, pi and Codex read the bytes). */
-import { deflateSync } from 'node:zlib';
+ * drops it for a model not said to read PDFs, pi and Codex read the bytes). On a leaky model with
+ * forcing off (leak recovery alone), Codex, the Continue CLI, Grok CLI and the OpenAI Agents SDK
+ * run the same session to its answer. */
 import { expect, it } from 'vitest';
-import { textPdf } from '../support/pdf.js';
 import type { AgentId, PiApi } from './lib/agents.js';
 import { describeRun, MARKUP, runCase } from './lib/case.js';
 import { checkPrefix } from './lib/prefix.js';
 import { type Api, describeAgents, tagContent } from './lib/suite.js';
-import type { Task } from './lib/tasks.js';
-
-/** A 160x100 RGB PNG (a gradient: no two rows alike), written with zlib alone. */
-function screenshot(): Buffer {
-  const w = 160;
-  const h = 100;
-  const crcTable = Array.from({ length: 256 }, (_, n) => {
-    let c = n;
-    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
-    return c >>> 0;
-  });
-  const crc = (b: Buffer) => {
-    let c = 0xffffffff;
-    for (const x of b) c = crcTable[(c ^ x) & 0xff]! ^ (c >>> 8);
-    return (c ^ 0xffffffff) >>> 0;
-  };
-  const chunk = (type: string, data: Buffer) => {
-    const len = Buffer.alloc(4);
-    len.writeUInt32BE(data.length);
-    const td = Buffer.concat([Buffer.from(type, 'latin1'), data]);
-    const sum = Buffer.alloc(4);
-    sum.writeUInt32BE(crc(td));
-    return Buffer.concat([len, td, sum]);
-  };
-  const ihdr = Buffer.alloc(13);
-  ihdr.writeUInt32BE(w, 0);
-  ihdr.writeUInt32BE(h, 4);
-  ihdr.set([8, 2, 0, 0, 0], 8);
-  const raw = Buffer.alloc(h * (1 + w * 3));
-  for (let y = 0; y < h; y++)
-    for (let x = 0; x < w; x++) raw.set([x, y * 2, (x + y) & 0xff], y * (1 + w * 3) + 1 + x * 3);
-  return Buffer.concat([
-    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
-    chunk('IHDR', ihdr),
-    chunk('IDAT', deflateSync(raw)),
-    chunk('IEND', Buffer.alloc(0)),
-  ]);
-}
-
-const SESSION_TASK: Task = {
-  id: 'files-session',
-  prompt:
-    'Read report.pdf, look at screen.png, run the log dump command, then answer with the audit number the report gives, only the number.',
-  files: {
-    'report.pdf': textPdf(
-      ['Quarterly report\nPage one: revenue.', 'Page two: costs.', 'Page three.\nThe audit number is 58213.'],
-      { flate: true },
-    ),
-    'screen.png': screenshot(),
-  },
-  steps: [
-    { op: 'read', path: 'report.pdf' },
-    { op: 'read', path: 'screen.png' },
-    { op: 'run', command: "head -c 1000000 /dev/zero | tr '\\0' x | fold -w 100" },
-  ],
-  final: '58213',
-  finalFrom: /audit number is (\d+)/,
-  expect: {},
-};
+import { SESSION_TASK } from './lib/session-task.js';
 
 interface Row {
   agent: AgentId;
@@ -151,3 +93,52 @@ describeAgents(
     }
   },
 );
+
+/**
+ * The same session on a leaky model (its calls written as `<tool_call>` text, recovered by
+ * toolproof; forcing off, so no guided decoding turns them into calls upstream), for the agents the rows above leave out. Their read tools give the PDF and the PNG
+ * back as text (the bytes as their CLI decodes them: control characters, U+FFFD), and each caps
+ * the 1 MB its own way (Codex 10 KB, the Continue CLI 50 KB; Grok CLI and the OpenAI Agents SDK's
+ * program not at all: toolproof's window backstop cuts it). Each ends its loop with an answer (the
+ * number is not in what they read: the answer says so), every call it was sent came from the
+ * leaked text, and the turns extend each other byte for byte.
+ */
+const LEAKY: Array<{ agent: AgentId; api: Api; sdk?: boolean; noStream?: boolean }> = [
+  { agent: 'codex', api: 'responses' },
+  { agent: 'cn', api: 'chat' },
+  { agent: 'grok', api: 'chat', noStream: true },
+  { agent: 'openai-agents', api: 'chat', sdk: true },
+];
+
+describeAgents('a session carrying a PDF, a screenshot and 1 MB of output, on a leaky model', () => {
+  for (const row of LEAKY)
+    it(`${row.agent} (${row.api}): every turn 200, every step a recovered call, the prefix holds`, async ({
+      task: t,
+    }) => {
+      tagContent(t.meta, row.agent, row.api, 'files-session-leak', 'PDF + PNG + 1 MB, leaky');
+      const r = await runCase({
+        agent: row.agent,
+        mode: 'leak',
+        task: SESSION_TASK,
+        via: 'toolproof',
+        ...(row.sdk ? { target: { sdk: { api: 'chat' as const, stream: true } } } : {}),
+        // Forcing off: every call reaches the agent only through leak recovery.
+        file: () => ({ defaults: { forceToolUse: false } }),
+        timeoutMs: 90_000,
+      });
+      const why = describeRun(r);
+      expect(r.run.exitCode, why).toBe(0);
+      expect(r.text, why).not.toBe('');
+      expect(r.text, why).not.toMatch(MARKUP);
+      const turns = r.logs.filter((l) => l.api === row.api);
+      expect(turns.length, why).toBe(r.sent.length);
+      for (const line of r.logs) expect(line.status, `${why}\n${JSON.stringify(line)}`).toBe(200);
+      for (const line of turns) expect(line.stream, why).toBe(!row.noStream);
+      // The three reads and the command, each a call toolproof recovered from the leaked text.
+      const leaks = turns.flatMap((l) => (l.harness?.leaks ?? []) as Array<{ outcome: string }>);
+      expect(leaks.filter((l) => l.outcome === 'recovered').length, why).toBeGreaterThanOrEqual(3);
+      const check = checkPrefix(r.upstream);
+      expect(check.checked, why).toBeGreaterThanOrEqual(3);
+      expect(check.breaks, why).toEqual([]);
+    });
+});

@@ -649,6 +649,50 @@ describe('a last user turn that forbids tools (an agent compaction turn)', () =>
     }
   });
 
+  it('an agent\u2019s compaction that declares its tools and forbids none (the Continue CLI 1.5\u2019s, Codex\u2019s local one) goes with "auto" too', () => {
+    // The Continue CLI 1.5.47's compaction ask (its src/compaction.ts), sent with the session's
+    // tools. Forced, the model called the task's next tool; the CLI ran it and compacted again.
+    const continueAsk =
+      'Please provide a concise summary of our conversation so far, capturing the key context, decisions made, and current state. Format this as a single comprehensive message that preserves all important information needed to continue our work.';
+    // Codex's local compaction prompt (codex-rs core/templates/compact/prompt.md) opens so.
+    const codexAsk =
+      'You are performing a CONTEXT CHECKPOINT COMPACTION. Create a handoff summary for another LLM.';
+    for (const ask of [continueAsk, codexAsk]) {
+      const d = onRequest(
+        request({
+          messages: [
+            { role: 'user', content: 'What is the weather in Paris?' },
+            { role: 'user', content: ask },
+          ],
+          tools: [weatherTool],
+        }),
+      );
+      expect(d.request.tool_choice, ask).toBe('auto');
+      expect(d.request.tools?.map((t) => t.function.name)).toEqual(['get_weather', 'final_answer']);
+      expect(d.effects).toContainEqual({ policy: 'force-tool-use', kind: 'text-only-turn', count: 1 });
+    }
+  });
+
+  it('Claude Code\u2019s ask with a reminder after it (its deferred tools\u2019 list, sent up as a user message) goes with "auto"', () => {
+    const d = onRequest(
+      request({
+        messages: [
+          { role: 'user', content: 'What is the weather in Paris?' },
+          { role: 'assistant', content: 'Sunny.' },
+          { role: 'user', content: [{ type: 'text', text: compaction }] },
+          {
+            role: 'user',
+            content:
+              '<system-reminder>\nThe following deferred tools are now available via ToolSearch.\n</system-reminder>',
+          },
+        ],
+        tools: [weatherTool],
+      }),
+    );
+    expect(d.request.tool_choice).toBe('auto');
+    expect(d.effects).toContainEqual({ policy: 'force-tool-use', kind: 'text-only-turn', count: 1 });
+  });
+
   it('only the last turn counts: an earlier compaction prompt in the history does not unforce later turns', () => {
     const d = onRequest(
       request({

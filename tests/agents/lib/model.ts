@@ -127,7 +127,7 @@ export function promptTokens(messages: unknown, tools: unknown): number {
 }
 
 /** A request that asks for a summary of the conversation (an agent's compaction turn). */
-const SUMMARY_ASK = /summary of the conversation|summarize the conversation|detailed summary/i;
+const SUMMARY_ASK = /summary of (?:the|our) conversation|summarize the conversation|detailed summary/i;
 
 /**
  * What the user said since the model last spoke: every user message after the last assistant one,
@@ -220,9 +220,16 @@ function scriptedModel(options: ModelOptions): ScenarioFn {
         ? new RegExp(task.finalFrom.source).exec(JSON.stringify(ctx.messages))
         : null;
       const kept = fact ? ` ${fact[0]}.` : '';
-      return {
-        say: summed > 0 ? `Summary of the work so far.${kept} [steps done: ${summed}]` : 'Create proof file',
-      };
+      const say =
+        summed > 0 || SUMMARY_ASK.test(asked)
+          ? `Summary of the work so far.${kept} [steps done: ${summed}]`
+          : 'Create proof file';
+      // Forced to call a tool (tool_choice "required") on a summary ask that declares the
+      // session's tools, a small model calls the task's next tool, not final_answer (toolproof
+      // sends every compaction `auto`: the Continue CLI's, Claude Code's with its reminder after).
+      const next = position(task, done).step;
+      const forced = next && next.op !== 'parallel' ? callForStep(next, ctx.tools, cwd) : undefined;
+      return forced ? { say, whenRequired: { call: [forced] } } : { say };
     }
     if (options.overflowAfterSteps !== undefined && summarized === 0 && results >= options.overflowAfterSteps)
       return { error: { status: 400, message: OVERFLOW, type: 'BadRequestError' } };
