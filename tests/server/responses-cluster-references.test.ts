@@ -4,7 +4,8 @@
  * and a turn that carried none may land on the other worker, so one request names items of both.
  * The real process, the real openai SDK, each client pinned to one worker by its connection.
  * Both items go upstream, in either order of the references; another key gets neither; a worker
- * that does not answer (stopped) costs a bounded wait and its item becomes the note. Before, the
+ * that does not answer (stopped) costs a bounded wait and its item becomes the note, as one killed
+ * does. Before, the
  * items of the worker the request was not relayed to were the note.
  */
 import type OpenAI from 'openai';
@@ -149,5 +150,30 @@ describe('item_reference to items kept on two workers', () => {
         .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
     expect(counted('unanswered')).toBeGreaterThanOrEqual(1);
     expect(counted('asked')).toBeGreaterThanOrEqual(1);
+  }, 60_000);
+
+  it('a worker killed: its item becomes the note, the rest resolves, as it goes and once it restarted', async () => {
+    const a = mine.output[0]!.id!;
+    const b = theirs.output[0]!.id!;
+    const owner = workerOf(theirs.id);
+    const line = cluster.proc.lines.find((l) => String(l.msg).startsWith(`worker ${owner} (pid `));
+    const pid = Number(/pid (\d+)/.exec(String(line?.msg))![1]);
+    const before = cluster.proc.lines.length;
+    process.kill(pid, 'SIGKILL');
+    const check = async () => {
+      const r = await sdkOn(here).responses.create({ model: 'm', input: naming(a, b) });
+      expect(r.output_text).toBe('said to: third');
+      const sent = lastUpstream();
+      expect(sent[1]).toEqual(['assistant', 'said to: first question']);
+      expect(sent[3]).toEqual(['assistant', note(b)]);
+    };
+    // At once (its socket gone, or the primary's word not yet here) and once another took its place.
+    await check();
+    await cluster.proc.waitFor(
+      (l) =>
+        cluster.proc.lines.indexOf(l) >= before && /^worker \d+ \(pid \d+\) listening$/.test(String(l.msg)),
+      30_000,
+    );
+    await check();
   }, 60_000);
 });
