@@ -250,6 +250,8 @@ export class WorkerRelay {
     headers['content-length'] = String(Buffer.byteLength(payload));
     headers[REQUEST_ID_HEADER] = request.id;
     headers[RELAYED_FOR] = request.socket?.remoteAddress ?? '';
+    // Tracing on: the worker's span for the question is a child of this request's, not a trace of its own.
+    request.tpSpan?.inject(headers as Record<string, string>);
     return new Promise((resolve) => {
       let done = false;
       const finish = (answer: unknown) => {
