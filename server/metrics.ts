@@ -182,7 +182,7 @@ const METRICS = {
   responsesRelayed: {
     type: 'counter',
     name: 'toolproof_responses_relayed_total',
-    help: 'Responses requests (previous_response_id, conversation, item_reference, GET/DELETE of a response or conversation) whose state another worker of TOOLPROOF_WORKERS holds, carried to it, by outcome: relayed (that worker answered; the request is counted there), unreachable (it had just gone: answered here as not held) or broken (it went away while answering).',
+    help: 'Responses requests (previous_response_id, conversation, item_reference, GET/DELETE of a response or conversation) whose state another worker of TOOLPROOF_WORKERS holds, carried to it, by outcome: relayed (that worker answered; the request is counted there), unreachable (it had just gone: answered here as not held) or broken (it went away while answering); and the questions for the items that the item_references of a request name on a worker other than the one serving it: asked (answered) or unanswered (not within 2 s, or gone: those references become a note).',
     labels: 'outcome',
   },
   degradedContent: {

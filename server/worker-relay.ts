@@ -52,6 +52,11 @@ import { REQUEST_ID_HEADER } from './request-id.js';
 const RELAY_DIR = 'TOOLPROOF_CLUSTER_RELAY_DIR';
 /** Header bytes the relay may add to a request (RELAYED_FOR, the request id, a traceparent, Host). */
 const RELAY_HEADER_ROOM = 1024;
+/**
+ * How long a worker waits for another's answer to a question (ask: the items a request's
+ * item_references name): past it, what it asked for is missing, as an item evicted is.
+ */
+export const ASK_WAIT_MS = 2_000;
 /** How many hex digits of an id name its worker. */
 const TAG_HEX = 4;
 const TAG = /^[A-Za-z]+_([0-9a-f]{4})/;
@@ -114,6 +119,16 @@ export function serveRelay(): {
 
 /** Headers that belong to one connection, not to the request or answer carried. */
 const HOP_BY_HOP = new Set<string>([...HOP_BY_HOP_HEADERS, 'expect', 'proxy-authorization']);
+/** Headers of the client's request that describe its body or its answer, not a question's (ask). */
+const ASK_OWN = new Set([
+  'content-length',
+  'content-encoding',
+  'content-type',
+  'accept-encoding',
+  'traceparent',
+  'tracestate',
+  REQUEST_ID_HEADER,
+]);
 
 /**
  * A front door's watch of a stream another worker answers (FrontDoor.relayedStream): it sees each
@@ -207,6 +222,71 @@ export class WorkerRelay {
   ownerOf(id: string): number | undefined {
     const tag = TAG.exec(id)?.[1];
     return tag === undefined ? undefined : this.peers.get(tag);
+  }
+
+  /** Whether `id` was made by this worker. */
+  mine(id: string): boolean {
+    return self !== undefined && TAG.exec(id)?.[1] === tagOf(self);
+  }
+
+  /**
+   * Asks worker `worker` a question on its private socket: POST `path` with `payload` (JSON) and
+   * the client's own headers (its key: the worker answers only what that key may read), for its
+   * JSON answer. Undefined when the worker is not reached, answers other than 200, answers more
+   * than `maxBytes`, or does not answer within ASK_WAIT_MS: never a wait past it.
+   */
+  ask(
+    request: FastifyRequest,
+    worker: number,
+    path: string,
+    payload: string,
+    maxBytes: number,
+  ): Promise<unknown> {
+    const counted = this.state.metrics.responsesRelayed;
+    const headers: OutgoingHttpHeaders = {};
+    for (const [name, value] of Object.entries(request.headers))
+      if (value !== undefined && !HOP_BY_HOP.has(name) && !ASK_OWN.has(name)) headers[name] = value;
+    headers['content-type'] = 'application/json';
+    headers['content-length'] = String(Buffer.byteLength(payload));
+    headers[REQUEST_ID_HEADER] = request.id;
+    headers[RELAYED_FOR] = request.socket?.remoteAddress ?? '';
+    // Tracing on: the worker's span for the question is a child of this request's, not a trace of its own.
+    request.tpSpan?.inject(headers as Record<string, string>);
+    return new Promise((resolve) => {
+      let done = false;
+      const finish = (answer: unknown) => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        out.destroy();
+        counted.labels(answer === undefined ? 'unanswered' : 'asked').inc();
+        resolve(answer);
+      };
+      const timer = setTimeout(() => finish(undefined), ASK_WAIT_MS);
+      const out = httpRequest(
+        { socketPath: join(this.dir, `${worker}.sock`), method: 'POST', path, headers, agent: false },
+        (res) => {
+          if (res.statusCode !== 200) return finish(undefined);
+          const chunks: Buffer[] = [];
+          let bytes = 0;
+          res.on('data', (chunk: Buffer) => {
+            bytes += chunk.byteLength;
+            if (bytes > maxBytes) finish(undefined);
+            else chunks.push(chunk);
+          });
+          res.once('end', () => {
+            try {
+              finish(JSON.parse(Buffer.concat(chunks).toString('utf8')));
+            } catch {
+              finish(undefined);
+            }
+          });
+          res.once('error', () => finish(undefined));
+        },
+      );
+      out.once('error', () => finish(undefined));
+      out.end(payload);
+    });
   }
 
   /**
@@ -347,6 +427,17 @@ export class WorkerRelay {
 }
 
 /**
+ * A front door's gathering of the state a request names on workers other than the one that serves
+ * it (`target`; undefined: this one): asked of them (WorkerRelay.ask) and placed in the request
+ * (its body, and its rawBody when it is relayed) before it is served.
+ */
+export type GatherHeld = (
+  request: FastifyRequest,
+  relay: WorkerRelay,
+  target: number | undefined,
+) => Promise<void>;
+
+/**
  * The preHandler of a front door that keeps state: a request whose state (`heldBy`) another live
  * worker holds is answered by that worker. Runs after the key check and the body's parse and
  * validation, before the request counts against its key or goes upstream.
@@ -355,12 +446,15 @@ export function relayToOwner(
   state: RelayDeps,
   heldBy: (request: FastifyRequest) => string | undefined,
   watch?: (request: FastifyRequest) => RelayedStreamWatch,
+  gather?: GatherHeld,
 ) {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     const relay = state.relay;
     if (relay === undefined || relayedHere(request)) return;
     const id = heldBy(request);
     const owner = id === undefined ? undefined : relay.ownerOf(id);
+    // State it names beyond the first id, held by other workers: placed in the request first.
+    if (gather) await gather(request, relay, owner);
     if (owner !== undefined) await relay.forward(request, reply, owner, watch);
   };
 }

@@ -66,7 +66,11 @@ export async function registerFrontDoor(
   };
   await app.register(async (scope) => {
     // State another worker holds: the request is answered there (worker-relay.ts).
-    if (door.heldBy) scope.addHook('preHandler', relayToOwner(state, door.heldBy, door.relayedStream));
+    if (door.heldBy)
+      scope.addHook(
+        'preHandler',
+        relayToOwner(state, door.heldBy, door.relayedStream, door.gatherHeld?.(state)),
+      );
     scope.setErrorHandler(
       errorHandler(door.errorBody, (model) => state.metrics.internalErrors.labels(model).inc()),
     );

@@ -12,7 +12,7 @@ import type { ChatCall } from '../chat/context.js';
 import type { StreamOutput } from '../chat/output.js';
 import type { ChatResult } from '../chat/pipeline.js';
 import type { OpenStream } from '../open-streams.js';
-import type { RelayedStreamWatch } from '../worker-relay.js';
+import type { GatherHeld, RelayedStreamWatch } from '../worker-relay.js';
 
 /** A model as GET /v1/models lists it (OpenAI's fields, plus whatever the upstream adds). */
 export interface ModelEntry {
@@ -84,6 +84,11 @@ export interface FrontDoor<Name extends string = string, Turn = unknown> {
    * worker leaves unfinished (it exited) ends with the API's error events (worker-relay.ts).
    */
   relayedStream?(request: FastifyRequest): RelayedStreamWatch;
+  /**
+   * With heldBy: the state a request names beyond its first id that other workers hold, asked of
+   * them and placed in the request before it is served (worker-relay.ts GatherHeld).
+   */
+  gatherHeld?(state: AppState): GatherHeld;
   /**
    * The API's page of GET /v1/models, for a request that shows it is this API's client (Anthropic:
    * the anthropic-version header). The first door that claims a request answers it; OpenAI's page

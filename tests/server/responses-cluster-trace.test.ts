@@ -3,11 +3,14 @@
  * (server/worker-relay.ts) is one request in the trace. The owner's server span is a child of the
  * receiving worker's (the relay sends that span's traceparent), not a second server span beside it
  * under the client's. The real process (two workers, one simulator), a loopback OTLP receiver.
+ * So is a worker's question for the items of the other (gather.ts): its span a child of the
+ * request's server span, not a trace of its own.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSimulator, type Simulator } from '../../simulator/index.js';
 import { otlpReceiver, type OtlpReceiver } from '../support/otlp-receiver.js';
 import { freshRequest, type Proc, startWorkers, stopWorkers } from '../support/toolproof-process.js';
+import { workerOf } from '../support/worker-clients.js';
 
 const CLIENT_SPAN = '00f067aa0ba902b7';
 const traceOf = (turn: number) => `4bf92f3577b34da6a3ce929d0e0e47${String(turn).padStart(2, '0')}`;
@@ -74,5 +77,47 @@ describe('a relayed Responses turn in the trace', () => {
     }
     for (const turn of [1, 2, 3, 4, 5, 6].filter((t) => !relayed.includes(t)))
       expect(serverSpans(turn).map((s) => s.parentSpanId)).toEqual([CLIENT_SPAN]);
+  }, 60_000);
+
+  it("a question for the other worker's items is a child of the request's server span", async () => {
+    // An assistant item made on each worker (connections go to the workers in turn).
+    const items = new Map<number, string>();
+    while (items.size < 2) {
+      const res = await freshRequest(origin, {
+        path: '/v1/responses',
+        body: JSON.stringify({ model: 'm', input: 'x' }),
+      });
+      const made = JSON.parse(res.text) as { id: string; output: { id: string }[] };
+      items.set(workerOf(made.id), made.output[0]!.id);
+    }
+    const [a, b] = [...items.values()];
+    // Twice on fresh connections: one reaches the worker holding `a`, serves it and asks the other
+    // for `b`; the other, relayed, reaches the owner (both spans under the receiving one either way).
+    for (const turn of [11, 12]) {
+      const res = await freshRequest(origin, {
+        path: '/v1/responses',
+        headers: { traceparent: `00-${traceOf(turn)}-${CLIENT_SPAN}-01` },
+        body: JSON.stringify({
+          model: 'm',
+          input: [
+            { type: 'item_reference', id: a },
+            { type: 'item_reference', id: b },
+            { role: 'user', content: 'go on' },
+          ],
+        }),
+      });
+      expect(res.status).toBe(200);
+    }
+    const serverSpans = (turn: number) =>
+      receiver.spans.filter((s) => s.traceId === traceOf(turn) && s.kind === 2);
+    const deadline = Date.now() + 15_000;
+    while (Date.now() < deadline && [11, 12].some((t) => serverSpans(t).length < 2))
+      await new Promise((r) => setTimeout(r, 50));
+    for (const turn of [11, 12]) {
+      const spans = serverSpans(turn);
+      expect(spans).toHaveLength(2);
+      const receiving = spans.find((s) => s.parentSpanId === CLIENT_SPAN)!;
+      expect(spans.find((s) => s !== receiving)?.parentSpanId).toBe(receiving.spanId);
+    }
   }, 60_000);
 });

@@ -18,6 +18,7 @@ import type { InputItem } from '../../../protocol/responses/types.js';
 import { openAIErrorBody } from '../chat/errors.js';
 import type { FrontDoor } from '../types.js';
 import { namedState, responses } from './index.js';
+import { gatherItems } from './gather.js';
 
 type Turn = ReturnType<typeof responses.open> & { kept: InputItem[] };
 
@@ -76,6 +77,7 @@ export const responsesCompact: FrontDoor<'responses', Turn> = {
   },
   callOf: (turn) => turn.call,
   heldBy: (request) => namedState(request, true),
+  gatherHeld: gatherItems,
   answer(reply, result, turn) {
     if (result.kind !== 'completion')
       throw new ToolproofError('TP_ERR_INTERNAL', {

@@ -31,6 +31,7 @@ import { startTranslatedCall } from '../../chat/start.js';
 import { openAIErrorBody } from '../chat/errors.js';
 import type { FrontDoor } from '../types.js';
 import { listPage, registerConversations } from './conversations.js';
+import { gatherItems, ITEMS_PATH, itemsAsked, tooLarge } from './gather.js';
 import { responsesErrorEvent, responsesSseEvent as sseEvent } from './errors.js';
 import type { ResponsesItemStore } from './item-store.js';
 import { ResponsesSseOutput } from './output.js';
@@ -43,9 +44,9 @@ const newId = (prefix: string): string => stateId(prefix, 24);
 /**
  * The id of the kept state a request names first (worker-relay.ts carries it to the worker that
  * holds it): the {id} of a response's or conversation's path; a POST's previous_response_id,
- * conversation, or first item_reference. One request reads one worker's state: an item_reference
- * to another chain's item made on another worker misses as with one worker. Reads `input` up to
- * its first reference: linear in what the body holds.
+ * conversation, or first item_reference. The items other item_references name on other workers
+ * are asked of them and placed in the request first (gather.ts). Reads `input` up to its first
+ * reference: linear in what the body holds.
  */
 export function namedState(request: FastifyRequest, bodyToo: boolean): string | undefined {
   const url = request.routeOptions.url ?? '';
@@ -172,13 +173,6 @@ function conversationIdOf(value: unknown): string | undefined {
   });
 }
 
-function tooLarge(limitBytes: number): ToolproofError {
-  return new ToolproofError('TP_ERR_BODY_TOO_LARGE', {
-    param: 'input',
-    message: `The conversation previous_response_id continues and the items input refers to by item_reference come to more than the body limit (${limitBytes} bytes), as if they had been sent whole.`,
-  });
-}
-
 /**
  * The conversation `id` continues, kept under `scope`; a miss is a 400 naming previous_response_id
  * that says why and what to do (the client's: only it holds the conversation now).
@@ -294,6 +288,7 @@ export const responses: FrontDoor<'responses', ResponsesTurn> = {
   callOf: (turn) => turn.call,
   heldBy: (request) => namedState(request, request.routeOptions.url === '/v1/responses'),
   relayedStream: watchRelayedResponses,
+  gatherHeld: gatherItems,
   answer(reply, result, turn) {
     // Only chat requests are relayed raw; a translated request always gets a completion.
     if (result.kind !== 'completion')
@@ -310,6 +305,12 @@ export const responses: FrontDoor<'responses', ResponsesTurn> = {
       config: { api: 'responses' },
     });
     registerRetrieve(scope, state);
+    // Another worker's question for the items a request it serves names (gather.ts).
+    scope.post(ITEMS_PATH, async (request, reply) => {
+      const answer = itemsAsked(state, request);
+      if (answer === undefined) return notServed(request);
+      return reply.type('application/json; charset=utf-8').send(answer);
+    });
     scope.all('/v1/responses/*', notServed);
     registerConversations(scope, state);
     scope.route({ method: ['GET', 'PUT', 'PATCH'], url: '/v1/conversations', handler: notServed });

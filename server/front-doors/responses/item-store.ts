@@ -593,6 +593,12 @@ export class ResponsesItemStore {
     return { item: JSON.parse(kept.json) as InputItem, bytes: kept.json.length };
   }
 
+  /** The item `id` as it was returned, as JSON text, when it was returned under `scope` and is still held. */
+  lookupJson(scope: string, id: string): string | undefined {
+    const kept = this.items.get(id);
+    return kept && kept.scope === scope ? kept.json : undefined;
+  }
+
   /**
    * item_reference -> the item kept under `scope`, for one request: what its references resolve
    * to counted, with `already` (the bytes of the conversation it continues), against
