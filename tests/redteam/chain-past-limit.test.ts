@@ -10,23 +10,11 @@ import { describe, expect, it } from 'vitest';
 import type { InputItem, OutputItem } from '../../protocol/responses/types.js';
 import { ResponsesItemStore } from '../../server/front-doors/responses/item-store.js';
 import { measureScaling, withinBudget } from '../support/cost-scaling.js';
-import { proxyInFrontOf } from '../support/harness.js';
+import { answerJson, proxyInFrontOf, textCompletion } from '../support/harness.js';
 
-const pair = proxyInFrontOf(
-  (_req, res) => {
-    res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(
-      JSON.stringify({
-        id: 'c',
-        object: 'chat.completion',
-        created: 0,
-        model: 'm1',
-        choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
-      }),
-    );
-  },
-  { env: { TOOLPROOF_BODY_LIMIT_BYTES: '8192' } },
-);
+const pair = proxyInFrontOf(answerJson(textCompletion('ok')), {
+  env: { TOOLPROOF_BODY_LIMIT_BYTES: '8192' },
+});
 
 const user = (i: number): InputItem => ({ type: 'message', role: 'user', content: `question ${i}` });
 const answer = (i: number): OutputItem =>

@@ -9,15 +9,13 @@
  */
 import OpenAI from 'openai';
 import { describe, expect, it, vi } from 'vitest';
-import type { InputItem } from '../../protocol/responses/types.js';
 import { listPage } from '../../server/front-doors/responses/conversations.js';
 import { ResponsesItemStore } from '../../server/front-doors/responses/item-store.js';
 import { compareCosts, cpuMsOf } from '../support/cost-scaling.js';
 import { answerJson, proxyInFrontOf, textCompletion } from '../support/harness.js';
-import { answer } from '../support/stored-calls.js';
+import { answer, chainThroughSdk, toolOutput } from '../support/stored-calls.js';
 
-const output = (i: number): InputItem =>
-  ({ type: 'function_call_output', call_id: `call_${i}`, output: `result ${i}` }) as InputItem;
+const output = toolOutput;
 
 /** Nine chains of `turns` responses each (ten items brought, one answer each), in one store. */
 function nineChains(turns: number): ResponsesItemStore {
@@ -74,25 +72,17 @@ describe("a response's input items paged with a cursor or from the oldest", () =
 
   it('through the real server: an asc page and a cursor read the turns they show, as the whole chain lists them', async () => {
     const client = new OpenAI({ apiKey: 'none', baseURL: `${pair.proxy.origin}/v1`, maxRetries: 0 });
-    let prev: string | undefined;
-    for (let t = 0; t < 40; t++)
-      prev = (
-        await client.responses.create({
-          model: 'm1',
-          input: [output(2 * t), output(2 * t + 1)] as never,
-          ...(prev ? { previous_response_id: prev } : {}),
-        })
-      ).id;
+    const prev = await chainThroughSdk(client, 40);
     const parse = vi.spyOn(JSON, 'parse');
-    const asc = await client.responses.inputItems.list(prev!, { order: 'asc', limit: 4 });
+    const asc = await client.responses.inputItems.list(prev, { order: 'asc', limit: 4 });
     const afterAsc = parse.mock.calls.length;
     // A cursor in the middle of the chain, read both ways.
-    const middle = await client.responses.inputItems.list(prev!, {
+    const middle = await client.responses.inputItems.list(prev, {
       order: 'asc',
       limit: 3,
       after: asc.data[2]!.id!,
     });
-    const back = await client.responses.inputItems.list(prev!, { limit: 3, after: asc.data[3]!.id! });
+    const back = await client.responses.inputItems.list(prev, { limit: 3, after: asc.data[3]!.id! });
     const parsed = parse.mock.calls.length;
     parse.mockRestore();
     const shown = (page: typeof asc) => page.data.map((x) => (x as { call_id?: string }).call_id ?? x.type);

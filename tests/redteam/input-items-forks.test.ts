@@ -18,14 +18,9 @@ import { ResponsesItemStore } from '../../server/front-doors/responses/item-stor
 import { KeptListing, listedId } from '../../server/front-doors/responses/kept-listing.js';
 import { compareCosts, cpuMsOf, measureScaling, prng, withinBudget } from '../support/cost-scaling.js';
 import { answerJson, proxyInFrontOf, textCompletion } from '../support/harness.js';
-import { answer } from '../support/stored-calls.js';
+import { answer, chainThroughSdk, toolOutput } from '../support/stored-calls.js';
 
-const output = (i: number, pad = 0): InputItem =>
-  ({
-    type: 'function_call_output',
-    call_id: `call_${i}`,
-    output: `result ${i}${' '.repeat(pad)}`,
-  }) as InputItem;
+const output = toolOutput;
 
 /** `turns` responses in a row (ten items brought, one answer each), then two forks of the last. */
 function forked(turns: number, budget = 1 << 30, pad = 0): ResponsesItemStore {
@@ -278,17 +273,9 @@ describe('input items of responses sharing a chain', () => {
 
   it('through the real server: the first page of a response reads the turns it shows', async () => {
     const client = new OpenAI({ apiKey: 'none', baseURL: `${pair.proxy.origin}/v1`, maxRetries: 0 });
-    let prev: string | undefined;
-    for (let t = 0; t < 40; t++)
-      prev = (
-        await client.responses.create({
-          model: 'm1',
-          input: [output(2 * t), output(2 * t + 1)] as never,
-          ...(prev ? { previous_response_id: prev } : {}),
-        })
-      ).id;
+    const prev = await chainThroughSdk(client, 40);
     const parse = vi.spyOn(JSON, 'parse');
-    const page = await client.responses.inputItems.list(prev!, { limit: 3 });
+    const page = await client.responses.inputItems.list(prev, { limit: 3 });
     const parsed = parse.mock.calls.length;
     parse.mockRestore();
     expect(page.data.map((x) => (x as { call_id?: string }).call_id ?? x.type)).toEqual([
@@ -300,7 +287,7 @@ describe('input items of responses sharing a chain', () => {
     // Before: the chain's 40 turns and 39 answers parsed.
     expect(parsed).toBeLessThan(10);
     // The next page (a cursor) as the whole chain lists it.
-    const next = await client.responses.inputItems.list(prev!, { limit: 3, after: page.data.at(-1)!.id! });
+    const next = await client.responses.inputItems.list(prev, { limit: 3, after: page.data.at(-1)!.id! });
     expect(next.data.map((x) => (x as { call_id?: string }).call_id ?? x.type)).toEqual([
       'call_77',
       'call_76',

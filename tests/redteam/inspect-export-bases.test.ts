@@ -9,24 +9,13 @@
  * their own, and each past it says it was left out.
  */
 import { describe, expect, it } from 'vitest';
-import { proxyInFrontOf } from '../support/harness.js';
+import { answerJson, proxyInFrontOf, textCompletion } from '../support/harness.js';
 
 /** server/capture/query.ts EXPORT_CHARS. */
 const EXPORT_CHARS = 16 * 1024 * 1024;
 
 const pair = proxyInFrontOf(
-  (_req, res) => {
-    res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(
-      JSON.stringify({
-        id: 'c',
-        object: 'chat.completion',
-        created: 0,
-        model: 'm1',
-        choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
-      }),
-    );
-  },
+  answerJson(textCompletion('ok')),
   // Bases of 2 MB each: 24 requests past the bound with a few items added.
   { env: { TOOLPROOF_CAPTURE_BODY_KB: '2048' } },
 );

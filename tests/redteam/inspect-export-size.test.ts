@@ -7,24 +7,13 @@
  * to 16 MiB of JSON (EXPORT_CHARS), and the file says how many older ones it left out.
  */
 import { describe, expect, it } from 'vitest';
-import { proxyInFrontOf } from '../support/harness.js';
+import { answerJson, proxyInFrontOf, textCompletion } from '../support/harness.js';
 
 /** server/capture/query.ts EXPORT_CHARS. */
 const EXPORT_CHARS = 16 * 1024 * 1024;
 
 const pair = proxyInFrontOf(
-  (_req, res) => {
-    res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(
-      JSON.stringify({
-        id: 'c',
-        object: 'chat.completion',
-        created: 0,
-        model: 'm1',
-        choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
-      }),
-    );
-  },
+  answerJson(textCompletion('ok')),
   // A ring of 12 MB: a session filling it exports as ~24 MB of JSON.
   { env: { TOOLPROOF_CAPTURE_MB: '12' } },
 );

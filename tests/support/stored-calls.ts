@@ -3,7 +3,8 @@
  * for the store's eviction and many-keys tests: call `i` has ids of one length, so each is
  * counted the same; an assistant answer for the listing tests.
  */
-import type { OutputItem } from '../../protocol/responses/types.js';
+import type OpenAI from 'openai';
+import type { InputItem, OutputItem } from '../../protocol/responses/types.js';
 
 /** Output item `i`: a function call whose ids carry `i` in eight digits. */
 export const call = (i: number): OutputItem =>
@@ -28,3 +29,25 @@ export const answer = (i: number): OutputItem =>
     status: 'completed',
     content: [{ type: 'output_text', text: `answer ${i}`, annotations: [] }],
   }) as OutputItem;
+
+/** Input item `i`: a function call's output, `result i` (and `pad` spaces). */
+export const toolOutput = (i: number, pad = 0): InputItem =>
+  ({
+    type: 'function_call_output',
+    call_id: `call_${i}`,
+    output: `result ${i}${' '.repeat(pad)}`,
+  }) as InputItem;
+
+/** A chain of `turns` responses made through the SDK, two tool outputs brought a turn: the last id. */
+export async function chainThroughSdk(client: OpenAI, turns: number): Promise<string> {
+  let prev: string | undefined;
+  for (let t = 0; t < turns; t++)
+    prev = (
+      await client.responses.create({
+        model: 'm1',
+        input: [toolOutput(2 * t), toolOutput(2 * t + 1)] as never,
+        ...(prev ? { previous_response_id: prev } : {}),
+      })
+    ).id;
+  return prev!;
+}
