@@ -344,13 +344,15 @@ function parameterForFunction(
   if (gt < 0) return final ? null : 'need-more';
   const tool = ctx.tools.get(text.slice(j + P_OPEN.length, gt).trim());
   if (!tool) return null;
-  const close = find(WRAP_CLOSE, gt);
-  if (close < 0) return final ? null : 'need-more';
-  const read = readFunctions(FN_OPEN + text.slice(j + P_OPEN.length, close), ctx, false);
-  if ('error' in read) return null;
-  if (!allFitDeclared(read.calls, ctx)) return null;
-  read.calls[0]!.repairs = [...(read.calls[0]!.repairs ?? []), 'parameter-for-function'];
-  return finishMatch(read, close + WRAP_CLOSE.length, false);
+  return swappedOpen(
+    text,
+    FN_OPEN + text.slice(j + P_OPEN.length, gt + 1),
+    gt + 1,
+    final,
+    ctx,
+    find,
+    'parameter-for-function',
+  );
 }
 
 /** The longest tool name OpenAI's API takes: a longer `<NAME>` is no element for a function. */
@@ -383,12 +385,29 @@ function elementForFunction(
   if (k === 'end') return null;
   const p = expectLiteral(text, k, P_OPEN, final);
   if (p !== 'yes') return p === 'need-more' ? p : null;
-  const close = find(WRAP_CLOSE, gt);
+  return swappedOpen(text, `${FN_OPEN}${name}>`, gt + 1, final, ctx, find, 'element-for-function');
+}
+
+/**
+ * The two near misses' reading: the wrapped body from `from` to `</tool_call>`, behind `open` (the
+ * `<function=NAME>` the model should have written), read strictly as functions to declared tools
+ * whose arguments fit, the first call carrying `repair`; else not this family's.
+ */
+function swappedOpen(
+  text: string,
+  open: string,
+  from: number,
+  final: boolean,
+  ctx: ParseContext,
+  find: Find,
+  repair: string,
+): MatchResult {
+  const close = find(WRAP_CLOSE, from);
   if (close < 0) return final ? null : 'need-more';
-  const read = readFunctions(`${FN_OPEN}${name}>${text.slice(gt + 1, close)}`, ctx, false);
+  const read = readFunctions(open + text.slice(from, close), ctx, false);
   if ('error' in read) return null;
   if (!allFitDeclared(read.calls, ctx)) return null;
-  read.calls[0]!.repairs = [...(read.calls[0]!.repairs ?? []), 'element-for-function'];
+  read.calls[0]!.repairs = [...(read.calls[0]!.repairs ?? []), repair];
   return finishMatch(read, close + WRAP_CLOSE.length, false);
 }
 
