@@ -6,9 +6,9 @@
  *
  * One timer per stream, from the moment the route sets the stream up. At each interval in which
  * nothing was written:
- * - a stream not yet open is opened (status line and headers, flushed), so a slow upstream is
- *   not a silent one either; before that first interval an upstream refusal still gets its own
- *   HTTP status;
+ * - a stream not yet open is opened (status line and headers, flushed), so a slow upstream or a
+ *   long held answer is not a silent one either; before that first interval, and before the
+ *   stream's first write (sse-writer.ts open), a refusal still gets its own HTTP status;
  * - an open stream gets the front door's own keep-alive: an SSE comment (chat), a `keepalive`
  *   event (Responses, as OpenAI's own long streams send), a `ping` event (Messages).
  * Nothing is written while the socket is full (backpressure: the client is not reading anyway).

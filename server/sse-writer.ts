@@ -64,6 +64,13 @@ export abstract class SseWriter implements KeepAliveTarget {
   /** Writes the front door's keep-alive frame (KeepAlive calls it for a quiet interval). */
   abstract keepAlive(): void;
 
+  /**
+   * Sends the status line and headers. The attempt loop never calls it for an upstream stream
+   * that merely opened: the first write opens (the first live text, a held answer released, the
+   * end), or the keep-alive timer's first quiet interval does. Until then a refusal that ends the
+   * request (a retry's 400 or 500) is still the route's own error response, its real status, as
+   * the non-streamed client gets it.
+   */
   open(): void {
     if (this.opened) return;
     this.opened = true;
@@ -97,6 +104,7 @@ export abstract class SseWriter implements KeepAliveTarget {
   }
 
   protected write(data: string | Uint8Array): Promise<void> {
+    if (!this.opened) this.open();
     this.keepAlives.noteWrite();
     this.headPending = false;
     return writeRaw(this.reply, data);
@@ -104,6 +112,7 @@ export abstract class SseWriter implements KeepAliveTarget {
 
   /** write() without a promise when the socket takes the data (the hot path). */
   protected writeNow(data: string): Promise<void> | undefined {
+    if (!this.opened) this.open();
     this.keepAlives.noteWrite();
     this.headPending = false;
     return writeOrWait(this.reply, data);

@@ -79,7 +79,9 @@ export class SseDriver implements AttemptDriver {
     const notSse = notEventStream(this.call, opened.res);
     if (notSse && this.call.capture) captureAttemptEnd(this.call, notSse);
     if (notSse) return Promise.resolve({ kind: 'failed', error: notSse, midStream: false });
-    this.out.open();
+    // Not opened here: the output opens on its first write, or at the keep-alive's first quiet
+    // interval (sse-writer.ts open), so an attempt held whole and a refused retry after it still
+    // answer with the refusal's own status, as the non-streamed request does.
     if (passthrough) {
       this.chain = null;
       this.relayed = this.out.relay !== undefined;

@@ -330,12 +330,30 @@ describe('the attempt loop on a scripted upstream', () => {
     });
   }
 
+  // The first attempt's output is held (its call is broken: a corrective retry is possible), and
+  // the backend refuses the retry. Nothing of the answer went out, so the streamed client gets
+  // the refusal's own status and the door's error body, as the non-streamed one does (the SSE
+  // headers went out when the first upstream stream opened: 200 and an error event).
+  for (const door of DOORS)
+    for (const [fault, status] of [
+      ['over-window', 400],
+      ['oom', 500],
+    ] as const)
+      it(`${door}: a held attempt whose retry is refused (${status}): the same status and body streamed as not`, async () => {
+        const broken = { calls: [{ name: 'get_weather', arguments: '{"town":"Paris"}' }] };
+        const { plain, streamed, upstream } = await run(door, [broken, fault]);
+        expect(upstream[0]!.length).toBeGreaterThanOrEqual(2);
+        expect(plain).toMatchObject({ status });
+        expect(streamed).toEqual(plain);
+        expect(upstream[1]).toEqual(upstream[0]);
+      });
+
   /**
    * Any three attempts (leaks of one or two calls, prose, a broken call, final answers in and
    * out of the client's schema, a call cut by max_tokens, a 500, a cut, the over-window refusal)
    * on any door, with parallel calls off, a client json_schema, n=2: one outcome either way, and
    * the same requests upstream. Two differences are the stream's own: an error after the headers
-   * (the stream opened on an attempt before) is the door's error event, the same code, no
+   * (some of an earlier attempt's answer went out live) is the door's error event, the same code, no
    * status; a cut after output that went out live is not sent again.
    */
   const turn = fc.constantFrom<Planned>(
@@ -398,4 +416,68 @@ describe('the attempt loop on a scripted upstream', () => {
       { numRuns: 24, seed: 1 },
     );
   });
+});
+
+/**
+ * Holding the headers until the answer's first byte has a bound: a turn held longer than the
+ * keep-alive interval (server.streamKeepAliveMs, 40 ms here) gets its status and headers at the
+ * first quiet interval, while the backend still holds the turn open (each SDK's create() resolves
+ * on the headers), and the answer follows on the same stream.
+ */
+describe('a long held turn still gets its headers within the keep-alive interval', () => {
+  let stack: ScriptedStack;
+  let clients: ReturnType<typeof doorClients>;
+  let release: () => void = () => undefined;
+  beforeAll(async () => {
+    stack = await startScriptedStack(
+      () => {
+        const hold = new Promise<void>((r) => {
+          release = r;
+        });
+        const turn = { calls: [{ name: 'get_weather', arguments: '{"city":"Paris"}' }] };
+        return { sse: turnChunks(turn, 4), pieces: [40, 40], hold };
+      },
+      { config: { streamKeepAliveMs: 40 } },
+    );
+    clients = doorClients(stack.url.slice(0, -'/v1'.length));
+  });
+  afterAll(() => stack.close());
+
+  const schema = { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] };
+  const asks: Record<Door, Record<string, unknown>> = {
+    chat: {
+      model: 'm',
+      messages: [{ role: 'user', content: 'Weather?' }],
+      tools: [{ type: 'function', function: { name: 'get_weather', parameters: schema } }],
+    },
+    responses: {
+      model: 'm',
+      store: false,
+      input: 'Weather?',
+      tools: [{ type: 'function', name: 'get_weather', parameters: schema, strict: false }],
+    },
+    messages: {
+      model: 'm',
+      max_tokens: 256,
+      messages: [{ role: 'user', content: 'Weather?' }],
+      tools: [{ name: 'get_weather', input_schema: schema }],
+    },
+  };
+
+  for (const door of DOORS)
+    it(`${door}: the headers while the backend holds the turn, then the answer`, async () => {
+      const { openai, anthropic } = clients;
+      const ask = { ...asks[door], stream: true };
+      const events = (door === 'chat'
+        ? await openai.chat.completions.create(ask as never)
+        : door === 'responses'
+          ? await openai.responses.create(ask as never)
+          : await anthropic.messages.create(ask as never)) as unknown as AsyncIterable<unknown>;
+      // The headers came (create resolved) while the backend still held the turn: without them
+      // the turn is never released and the test times out.
+      release();
+      let text = '';
+      for await (const e of events) text += JSON.stringify(e);
+      expect(text).toContain('Paris');
+    });
 });

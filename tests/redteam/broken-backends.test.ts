@@ -180,6 +180,14 @@ describe.each(['messages', 'responses'] as const)('/v1/%s', (door) => {
     it(`${name} mid-stream: the API's own error event ends the stream`, async () => {
       handler = h;
       const { status, text } = await post(door, true);
+      if (name === 'a 20 MiB line') {
+        // Its first event is the line: nothing of the answer went out, so the stream's headers
+        // had not either (sse-writer.ts open): the HTTP error in the API's shape, as not streamed.
+        expect(status).toBe(502);
+        expectErrorShape(door, text);
+        await waitFor(() => pair.proxy.app.toolproof.openStreams.size === 0);
+        return;
+      }
       expect(status).toBe(200);
       const evs = events(text);
       if (door === 'messages') {

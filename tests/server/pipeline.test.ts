@@ -261,9 +261,10 @@ describe('retry outcomes are true', () => {
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ ...ask, stream: true }),
     });
-    const text = await res.text();
-    expect(text).toContain('CUDA out of memory');
-    expect(text.trimEnd().endsWith('data: [DONE]')).toBe(true);
+    // Nothing of the answer went out (the first attempt's call was held): the upstream's own
+    // status and the error body, as the non-streamed request gets them.
+    expect(res.status).toBe(500);
+    expect(await res.text()).toContain('CUDA out of memory');
     const after = await retryOutcomes();
     expect((after.failed ?? 0) - (before.failed ?? 0)).toBe(1);
   });
@@ -384,12 +385,18 @@ describe("toolproof's own bugs", () => {
         onEnd: () => ({ chunks: [], effects: [] }),
       }),
     };
+    // The headers wait for the answer's first byte or the first quiet keep-alive interval (50 ms
+    // here): the upstream holds its answer until the client has them.
+    let release: () => void = () => undefined;
+    const hold = new Promise<void>((r) => {
+      release = r;
+    });
     const s = await startScriptedStack(
       (body) =>
         body.stream === true
-          ? { sse: turnChunks({ content: 'hello there' }) }
+          ? { sse: turnChunks({ content: 'hello there' }), hold }
           : { json: turnCompletion({ content: 'hello' }) },
-      { build: { policies: [...POLICIES, broken] } },
+      { build: { policies: [...POLICIES, broken] }, config: { streamKeepAliveMs: 50 } },
     );
     try {
       const res = await fetch(`${s.url}/chat/completions`, {
@@ -398,6 +405,7 @@ describe("toolproof's own bugs", () => {
         body: JSON.stringify({ ...ask, stream: true }),
       });
       expect(res.status).toBe(200);
+      release();
       const text = await res.text();
       expect(text).toContain('"code":"TP_ERR_INTERNAL"');
       expect(text.trimEnd().endsWith('data: [DONE]')).toBe(true);

@@ -14,7 +14,14 @@ import type { ChatCompletionChunk } from '../../protocol/openai.js';
 export type ScriptedReply =
   | { json: unknown; status?: number }
   /** SSE payloads (objects are JSON-encoded); `pieces` cuts the byte stream at these sizes. */
-  | { sse: Array<object | string>; pieces?: number[]; status?: number; endWithoutDone?: boolean }
+  | {
+      sse: Array<object | string>;
+      pieces?: number[];
+      status?: number;
+      endWithoutDone?: boolean;
+      /** After the pieces, the rest waits for this (a turn the backend holds open). */
+      hold?: Promise<unknown>;
+    }
   | { raw: string; status?: number; contentType?: string; destroyAfter?: boolean };
 
 export interface RecordedRequest {
@@ -60,6 +67,7 @@ async function write(res: ServerResponse, reply: ScriptedReply): Promise<void> {
     at += size;
     await new Promise((r) => setImmediate(r));
   }
+  if (reply.hold) await reply.hold;
   res.end(bytes.subarray(at));
 }
 

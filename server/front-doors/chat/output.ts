@@ -48,6 +48,7 @@ export class ChatSseOutput extends SseWriter implements StreamOutput {
   }
 
   async end(summary: StreamSummary): Promise<void> {
+    this.open(); // a relayed stream may end before any write opened it (sse-writer.ts open)
     if (this.includeUsage && summary.usage) {
       const chunk: ChatCompletionChunk = {
         id: summary.id,

@@ -49,6 +49,8 @@ export class MessagesSseOutput extends SseWriter implements StreamOutput, OpenSt
   }
 
   chunks(chunks: readonly ChatCompletionChunk[]): Promise<void> {
+    if (chunks.length === 0) return Promise.resolve();
+    this.open(); // message_start first: the stream opens on its first chunks
     const events = this.translator.push(chunks);
     return events.length === 0 ? Promise.resolve() : this.write(frame(events));
   }

@@ -60,6 +60,8 @@ export class ResponsesSseOutput extends SseWriter implements StreamOutput, OpenS
   }
 
   chunks(chunks: readonly ChatCompletionChunk[]): Promise<void> {
+    if (chunks.length === 0) return Promise.resolve();
+    this.open(); // response.created numbered first: the stream opens on its first chunks
     const events: ResponsesEvent[] = [];
     for (const c of chunks) pushAll(events, this.translator.push(c));
     return this.events(events);

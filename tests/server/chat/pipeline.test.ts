@@ -166,6 +166,7 @@ class CollectingOutput implements StreamOutput {
     this.opened = true;
   }
   async chunks(chunks: readonly ChatCompletionChunk[]): Promise<void> {
+    if (chunks.length > 0) this.opened = true; // as SseWriter: the first write opens
     this.chunks_.push(...chunks);
   }
   async end(summary: StreamSummary): Promise<void> {
