@@ -70,13 +70,21 @@ function marker(shape: StreamShape): string {
   return parts.length ? ` [${parts.join(' ')}]` : '';
 }
 
-/** The small request, streamed (50 chunks unless `shape` says otherwise). */
+/**
+ * The small request, streamed (50 chunks unless `shape` says otherwise). Its `max_tokens` covers
+ * the events asked for (a stream of more events than 2 x max_tokens + 64 is an upstream that did
+ * not stop where it was asked to, which toolproof ends with an error since redteam27).
+ */
 export function streamBody(shape: StreamShape = {}): Buffer {
-  const body = JSON.parse(smallBody().toString()) as { messages: { role: string; content: string }[] };
+  const body = JSON.parse(smallBody().toString()) as {
+    messages: { role: string; content: string }[];
+    max_tokens: number;
+  };
   const messages = body.messages.map((m, i) =>
     i === body.messages.length - 1 ? { ...m, content: m.content + marker(shape) } : m,
   );
-  return Buffer.from(JSON.stringify({ ...body, messages, stream: true }));
+  const max_tokens = Math.max(body.max_tokens, shape.chunks ?? 0);
+  return Buffer.from(JSON.stringify({ ...body, messages, max_tokens, stream: true }));
 }
 
 /**
