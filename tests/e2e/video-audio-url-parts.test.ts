@@ -43,6 +43,27 @@ const shapes: Array<{ name: string; part: Part; note: string }> = [
   },
 ];
 
+/**
+ * Two turns carrying `part`: the first answered with `note` in its place upstream, the second
+ * sending that first message's bytes again. The upstream requests the first turn took.
+ */
+async function twoTurns(stack: Stack, client: OpenAI, part: object, note: string): Promise<number> {
+  const first = [{ role: 'user', content: [{ type: 'text', text: 'What is in this?' }, part] }];
+  const before = stack.sim.requests.length;
+  const a = await client.chat.completions.create({ model: 'sim', messages: first as never });
+  expect(a.choices[0]?.message.content).toBe('ok');
+  const sent = stack.sim.requests.at(-1)!.body as Sent;
+  expect(sent.messages[0]!.content).toEqual(`What is in this?\n\n${note}`);
+  const upstreamRequests = stack.sim.requests.length - before;
+  const b = await client.chat.completions.create({
+    model: 'sim',
+    messages: [...first, { role: 'assistant', content: 'ok' }, { role: 'user', content: 'And?' }] as never,
+  });
+  expect(b.choices[0]?.message.content).toBe('ok');
+  expect((stack.sim.requests.at(-1)!.body as Sent).messages[0]).toEqual(sent.messages[0]);
+  return upstreamRequests;
+}
+
 for (const personality of ['vllm', 'llama-server'] as const)
   describe(`${personality}, a model that takes neither`, () => {
     let stack: Stack;
@@ -55,21 +76,7 @@ for (const personality of ['vllm', 'llama-server'] as const)
 
     for (const { name, part, note } of shapes)
       it(`${name}: answered with a note, the next turn with the same bytes`, async () => {
-        const first = [{ role: 'user', content: [{ type: 'text', text: 'What is in this?' }, part] }];
-        const a = await client.chat.completions.create({ model: 'sim', messages: first as never });
-        expect(a.choices[0]?.message.content).toBe('ok');
-        const sent = stack.sim.requests.at(-1)!.body as Sent;
-        expect(sent.messages[0]!.content).toEqual(`What is in this?\n\n${note}`);
-        const b = await client.chat.completions.create({
-          model: 'sim',
-          messages: [
-            ...first,
-            { role: 'assistant', content: 'ok' },
-            { role: 'user', content: 'And?' },
-          ] as never,
-        });
-        expect(b.choices[0]?.message.content).toBe('ok');
-        expect((stack.sim.requests.at(-1)!.body as Sent).messages[0]).toEqual(sent.messages[0]);
+        await twoTurns(stack, client, part, note);
       });
   });
 
@@ -83,23 +90,8 @@ describe('llama-server with an image mmproj: no URL of video or audio', () => {
   for (const { name, part, note } of shapes.filter((s) => s.name !== 'input_video'))
     it(`${name}: refused once ("unsupported content[].type"), sent again with the note; the next turn noted from the start`, async () => {
       const client = new OpenAI({ baseURL: stack.url, apiKey: 'k', maxRetries: 0, defaultHeaders: say });
-      const first = [{ role: 'user', content: [{ type: 'text', text: 'What is in this?' }, part] }];
-      const before = stack.sim.requests.length;
-      const a = await client.chat.completions.create({ model: 'sim', messages: first as never });
-      expect(a.choices[0]?.message.content).toBe('ok');
-      const sent = stack.sim.requests.at(-1)!.body as Sent;
-      expect(sent.messages[0]!.content).toEqual(`What is in this?\n\n${note}`);
-      expect(stack.sim.requests.length - before).toBeLessThanOrEqual(2);
-      const b = await client.chat.completions.create({
-        model: 'sim',
-        messages: [
-          ...first,
-          { role: 'assistant', content: 'ok' },
-          { role: 'user', content: 'And?' },
-        ] as never,
-      });
-      expect(b.choices[0]?.message.content).toBe('ok');
-      expect((stack.sim.requests.at(-1)!.body as Sent).messages[0]).toEqual(sent.messages[0]);
+      const upstreamRequests = await twoTurns(stack, client, part, note);
+      expect(upstreamRequests).toBeLessThanOrEqual(2);
     });
 });
 

@@ -52,6 +52,34 @@ keys:
 `,
 );
 
+/**
+ * A request under `key` that holds the one slot until its client leaves (a connection of its own,
+ * closed then): release() aborts it and waits for it to end.
+ */
+function holdSlot(key: string, body: string): { release(): Promise<void> } {
+  const holder = new Client(cluster.origin);
+  const held = new AbortController();
+  const done = holder
+    .request({
+      method: 'POST',
+      path: '/v1/chat/completions',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+      body,
+      signal: held.signal,
+    })
+    .then(
+      (r) => r.body.text(),
+      () => undefined,
+    );
+  return {
+    async release() {
+      held.abort();
+      await done;
+      await holder.close();
+    },
+  };
+}
+
 /** The decode-work case's requests: dh holds the slot, dl0 writes a long answer, the rest a word. */
 function decodeScenario(name: string) {
   if (name === 'dh') return { say: 'done', delayMs: 60_000 };
@@ -194,20 +222,7 @@ describe('shares weighed by prompt size, with two workers', () => {
         messages: [{ role: 'user', content: pad ? `${name} ${'word '.repeat(pad / 5)}` : name }],
       });
     // l0 holds the one slot until its client leaves (a connection of its own, closed then).
-    const holder = new Client(cluster.origin);
-    const held = new AbortController();
-    const l0 = holder
-      .request({
-        method: 'POST',
-        path: '/v1/chat/completions',
-        headers: { 'content-type': 'application/json', authorization: 'Bearer sk-long-0123456789' },
-        body: body('l0', 90_000),
-        signal: held.signal,
-      })
-      .then(
-        (r) => r.body.text(),
-        () => undefined,
-      );
+    const l0 = holdSlot('sk-long-0123456789', body('l0', 90_000));
     const order = () =>
       cluster.sim.requests
         .map((r) => {
@@ -229,9 +244,7 @@ describe('shares weighed by prompt size, with two workers', () => {
       rest.push(freshRequest(cluster.origin, { key, body: body(name, pad) }));
       await expect.poll(queued, { timeout: 20_000, interval: 50 }).toBe(i + 1);
     }
-    held.abort();
-    await l0;
-    await holder.close();
+    await l0.release();
     const answers = (await Promise.all(rest)) as Array<{ status: number }>;
     expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200]);
     // By request count: l0 s1 l1 s2 l2 s3.
@@ -247,20 +260,7 @@ describe('shares charge decode work, with two workers', () => {
       JSON.stringify({ model: 'one', stream: true, messages: [{ role: 'user', content: name }] });
     // alice asks the long answer, bob the short ones (keys with no charge on this gate yet).
     // dh (bob's) holds the one slot until its client leaves.
-    const holder = new Client(cluster.origin);
-    const held = new AbortController();
-    const dh = holder
-      .request({
-        method: 'POST',
-        path: '/v1/chat/completions',
-        headers: { 'content-type': 'application/json', authorization: 'Bearer sk-bob-0123456789' },
-        body: body('dh'),
-        signal: held.signal,
-      })
-      .then(
-        (r) => r.body.text(),
-        () => undefined,
-      );
+    const dh = holdSlot('sk-bob-0123456789', body('dh'));
     const order = () =>
       cluster.sim.requests
         .map((r) => {
@@ -282,9 +282,7 @@ describe('shares charge decode work, with two workers', () => {
       rest.push(freshRequest(cluster.origin, { key, body: body(name) }));
       await expect.poll(queued, { timeout: 20_000, interval: 50 }).toBe(i + 1);
     }
-    held.abort();
-    await dh;
-    await holder.close();
+    await dh.release();
     const answers = (await Promise.all(rest)) as Array<{ status: number }>;
     expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200]);
     // By prompt alone: dh dl0 dl1 ds1 ds2 ds3 (dl1 and ds1 tied, dl1 older).
