@@ -1,7 +1,7 @@
 /**
  * The one explicit policy table. Order matters and is the pipeline order on both sides:
  *
- *   request:  preserve-thinking -> hosted-tools -> (content: unknown-parts, documents .. tool-result-cap, truncation) -> history-repair -> single-call-turns -> single-choice
+ *   request:  preserve-thinking -> hosted-tools -> (content: unknown-parts, documents .. tool-images .. tool-result-cap, truncation) -> history-repair -> single-call-turns -> single-choice
  *             -> tool-fields -> tool-names -> force-tool-use
  *             -> guided-schema -> stream-logprobs -> upstream-request
  *   response: tool-names (calls back under the client's names)
@@ -21,6 +21,7 @@ import { imagesPolicy } from './images/index.js';
 import { imageUrlsPolicy } from './image-urls/index.js';
 import { imageDecodePolicy } from './image-decode/index.js';
 import { imageLimitPolicy } from './image-limit/index.js';
+import { toolImagesPolicy } from './tool-images/index.js';
 import { audioPolicy } from './audio/index.js';
 import { audioDecodePolicy } from './audio-decode/index.js';
 import { videoPolicy } from './video/index.js';
@@ -63,6 +64,8 @@ const TABLE = [
   imageDecodePolicy,
   // After the images noted for what they are: only images that go upstream count against a limit.
   imageLimitPolicy,
+  // After the images noted: only images that go upstream move out of the tool results.
+  toolImagesPolicy,
   audioPolicy,
   // After audio: a model that cannot take audio has its clips as notes already.
   audioDecodePolicy,

@@ -181,6 +181,13 @@ export interface SimulatorOptions {
    * with vLLM's 400 "At most N image(s) may be provided in one prompt." Absent: no limit.
    */
   imageLimit?: number;
+  /**
+   * vLLM only: false for a chat template that renders no image of a `tool` message (Gemma 4's
+   * before its tool template, vllm-project/vllm#41452): a request with an image in a tool message
+   * is refused with vLLM's 500 "Failed to apply prompt replacement for mm_items['image'][N]", N
+   * that image's index among the request's images. Default true.
+   */
+  toolMessageImages?: boolean;
   /** llama-server only: the context size its /props reports (`n_ctx`). Default 4096. */
   nCtx?: number;
   /**

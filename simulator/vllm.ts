@@ -236,6 +236,15 @@ function validate(body: Obj, options: SimulatorOptions): SimError | null {
   if (fetchError) return fetchError;
   if (options.vision !== false && messages.some(carriesUnidentifiableImage))
     return bad(`cannot identify image file <_io.BytesIO object at 0x7f${randomHex(10)}>`);
+  if (options.toolMessageImages === false) {
+    const index = firstToolMessageImage(messages);
+    if (index >= 0)
+      return {
+        status: 500,
+        type: 'InternalServerError',
+        message: `Failed to apply prompt replacement for mm_items['image'][${index}]`,
+      };
+  }
   const argsError = historyArgumentsError(messages);
   if (argsError) return argsError;
   if (options.strictHistory) {
@@ -268,6 +277,26 @@ function carriesUnidentifiableImage(m: Obj): boolean {
       /^ftyp(heic|heix|hevc|heim|heis|mif1)/.test(head.slice(4))
     );
   });
+}
+
+/**
+ * The index, among the request's images in order, of the first image in a `tool` message, or -1.
+ * vLLM counts the images it loaded (mm_items) and looks for each one's placeholder in the prompt
+ * the chat template rendered; a template that renders no image of a tool message (Gemma 4's before
+ * its tool template, vllm-project/vllm#41452; GLM-4.xV under the openai content format) leaves
+ * that image without one, and the processor's assertion is a 500.
+ */
+function firstToolMessageImage(messages: Obj[]): number {
+  let index = 0;
+  for (const m of messages) {
+    if (!Array.isArray(m.content)) continue;
+    for (const p of m.content) {
+      if (!isObj(p) || p.type !== 'image_url') continue;
+      if (m.role === 'tool') return index;
+      index++;
+    }
+  }
+  return -1;
 }
 
 export const vllm: PersonalityImpl = {

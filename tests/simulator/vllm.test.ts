@@ -221,6 +221,35 @@ describe('vLLM personality: errors', () => {
     expect(ok.status).toBe(200);
   });
 
+  it("toolMessageImages false: an image in a tool message is the processor's 500, naming that image's index", async () => {
+    const gemma = await createSimulator({ personality: 'vllm', toolMessageImages: false });
+    const png = { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } };
+    try {
+      const r = await chat(gemma, {
+        messages: [
+          { role: 'user', content: [{ type: 'text', text: 'x' }, png] },
+          {
+            role: 'assistant',
+            content: null,
+            tool_calls: [{ id: 'c', type: 'function', function: { name: 't', arguments: '{}' } }],
+          },
+          { role: 'tool', tool_call_id: 'c', content: [png] },
+        ],
+      });
+      expect(r.status).toBe(500);
+      expect(r.json.error).toEqual({
+        message: "Failed to apply prompt replacement for mm_items['image'][1]",
+        type: 'InternalServerError',
+        param: null,
+        code: 500,
+      });
+      const ok = await chat(gemma, { messages: [{ role: 'user', content: [png] }] });
+      expect(ok.status).toBe(200);
+    } finally {
+      await gemma.close();
+    }
+  });
+
   it('reports pydantic validation errors with the field as param', async () => {
     const r = await post(sim, '/chat/completions', { model: 'simulated-model' });
     expect(r.status).toBe(400);
