@@ -40,6 +40,7 @@ import { hostedToolsPolicy } from './hosted-tools/index.js';
 import { singleCallTurnsPolicy } from './single-call-turns/index.js';
 import { singleChoicePolicy } from './single-choice/index.js';
 import { streamLogprobsPolicy } from './stream-logprobs/index.js';
+import { outputBudgetPolicy } from './output-budget/index.js';
 import { toolNamesPolicy } from './tool-names/index.js';
 
 /** The effect the drivers record for choices beyond the request's `n` (server/chat/effects.ts). */
@@ -92,6 +93,8 @@ const TABLE = [
   guidedSchemaPolicy,
   // After force-tool-use: a request that asked for logprobs is not forced, streamed or not.
   streamLogprobsPolicy,
+  // After the rest: only the output budget of what goes changes.
+  outputBudgetPolicy,
   // Last on the request side: the upstream's model name and usage on whatever the others rewrote.
   upstreamRequestPolicy,
 ] as const;

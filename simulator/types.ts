@@ -197,6 +197,13 @@ export interface SimulatorOptions {
    */
   enforceWindow?: boolean;
   /**
+   * vLLM only, with `enforceWindow`: refuse a request whose `max_tokens` (`max_completion_tokens`)
+   * and prompt together pass the window, as current vLLM does (vllm/renderers/params.py: "...
+   * you requested C output tokens and your prompt contains at least P input tokens ...", param
+   * `input_tokens`). Off by default: tests that send a budget are not about it.
+   */
+  enforceOutputBudget?: boolean;
+  /**
    * With `enforceWindow`: what each image part costs, in tokens, instead of its URL's characters
    * (llama-server's mtmd and vLLM encode the picture: Gemma 3 256 tokens, Qwen2.5-VL ~1,200 for a
    * 1280x720 screenshot). Default: the URL counted as text.
