@@ -83,9 +83,14 @@ describe('output-budget', () => {
         max_tokens: 32000,
         messages: Array.from({ length: n }, (_, i) => ({ role: 'user' as const, content: `m${i}` })),
       } as ChatCompletionRequest,
-      body: err(
-        `${"This model's maximum context length is 32768 tokens. ".repeat(n)}However, you requested 32000 output tokens`,
-      ),
+      // parsed as the server parses an upstream's body: flat strings, not the rope repeat() makes
+      body: JSON.parse(
+        JSON.stringify(
+          err(
+            `${"This model's maximum context length is 32768 tokens. ".repeat(n)}However, you requested 32000 output tokens`,
+          ),
+        ),
+      ) as unknown,
     });
     const refused = {
       now: new Set<string>(),
