@@ -1,7 +1,7 @@
 /**
  * The one explicit policy table. Order matters and is the pipeline order on both sides:
  *
- *   request:  preserve-thinking -> hosted-tools -> (content: unknown-parts, documents .. tool-result-cap, truncation) -> history-repair -> single-call-turns -> single-choice
+ *   request:  preserve-thinking -> hosted-tools -> (content: unknown-parts, documents .. tool-images .. tool-result-cap, truncation) -> history-repair -> single-call-turns -> single-choice
  *             -> tool-fields -> tool-names -> force-tool-use
  *             -> guided-schema -> stream-logprobs -> upstream-request
  *   response: tool-names (calls back under the client's names)
@@ -21,6 +21,7 @@ import { imagesPolicy } from './images/index.js';
 import { imageUrlsPolicy } from './image-urls/index.js';
 import { imageDecodePolicy } from './image-decode/index.js';
 import { imageLimitPolicy } from './image-limit/index.js';
+import { toolImagesPolicy } from './tool-images/index.js';
 import { audioPolicy } from './audio/index.js';
 import { audioDecodePolicy } from './audio-decode/index.js';
 import { videoPolicy } from './video/index.js';
@@ -39,6 +40,7 @@ import { hostedToolsPolicy } from './hosted-tools/index.js';
 import { singleCallTurnsPolicy } from './single-call-turns/index.js';
 import { singleChoicePolicy } from './single-choice/index.js';
 import { streamLogprobsPolicy } from './stream-logprobs/index.js';
+import { outputBudgetPolicy } from './output-budget/index.js';
 import { toolNamesPolicy } from './tool-names/index.js';
 
 /** The effect the drivers record for choices beyond the request's `n` (server/chat/effects.ts). */
@@ -63,6 +65,8 @@ const TABLE = [
   imageDecodePolicy,
   // After the images noted for what they are: only images that go upstream count against a limit.
   imageLimitPolicy,
+  // After the images noted: only images that go upstream move out of the tool results.
+  toolImagesPolicy,
   audioPolicy,
   // After audio: a model that cannot take audio has its clips as notes already.
   audioDecodePolicy,
@@ -89,6 +93,8 @@ const TABLE = [
   guidedSchemaPolicy,
   // After force-tool-use: a request that asked for logprobs is not forced, streamed or not.
   streamLogprobsPolicy,
+  // After the rest: only the output budget of what goes changes.
+  outputBudgetPolicy,
   // Last on the request side: the upstream's model name and usage on whatever the others rewrote.
   upstreamRequestPolicy,
 ] as const;

@@ -27,6 +27,24 @@ export function windowError(body: Record<string, unknown>, options: SimulatorOpt
   if (options.enforceWindow !== true) return null;
   const window = windowOf(options);
   const prompt = promptTokens(body, options);
+  const budget = body.max_completion_tokens ?? body.max_tokens;
+  if (
+    options.personality === 'vllm' &&
+    options.enforceOutputBudget === true &&
+    typeof budget === 'number' &&
+    budget > 0 &&
+    prompt + budget > window
+  ) {
+    // vllm/renderers/params.py: the prompt tokenized no further than one token past what the
+    // budget leaves, so the count is a bound ("at least").
+    const counted = Math.min(prompt, Math.max(window - budget + 1, 0));
+    return {
+      status: 400,
+      type: 'BadRequestError',
+      param: 'input_tokens',
+      message: `This model's maximum context length is ${window} tokens. However, you requested ${budget} output tokens and your prompt contains at least ${counted} input tokens, for a total of at least ${counted + budget} tokens. Please reduce the length of the input prompt or the number of requested output tokens. (parameter=input_tokens, value=${counted})`,
+    };
+  }
   // llama-server refuses a prompt that fills the window (a slot needs one cell to decode into).
   if (options.personality === 'vllm' ? prompt <= window : prompt < window) return null;
   if (options.personality === 'vllm')

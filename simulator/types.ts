@@ -181,6 +181,13 @@ export interface SimulatorOptions {
    * with vLLM's 400 "At most N image(s) may be provided in one prompt." Absent: no limit.
    */
   imageLimit?: number;
+  /**
+   * vLLM only: false for a chat template that renders no image of a `tool` message (Gemma 4's
+   * before its tool template, vllm-project/vllm#41452): a request with an image in a tool message
+   * is refused with vLLM's 500 "Failed to apply prompt replacement for mm_items['image'][N]", N
+   * that image's index among the request's images. Default true.
+   */
+  toolMessageImages?: boolean;
   /** llama-server only: the context size its /props reports (`n_ctx`). Default 4096. */
   nCtx?: number;
   /**
@@ -189,6 +196,13 @@ export interface SimulatorOptions {
    * simulator's token count is an approximation, and most tests are not about the window.
    */
   enforceWindow?: boolean;
+  /**
+   * vLLM only, with `enforceWindow`: refuse a request whose `max_tokens` (`max_completion_tokens`)
+   * and prompt together pass the window, as current vLLM does (vllm/renderers/params.py: "...
+   * you requested C output tokens and your prompt contains at least P input tokens ...", param
+   * `input_tokens`). Off by default: tests that send a budget are not about it.
+   */
+  enforceOutputBudget?: boolean;
   /**
    * With `enforceWindow`: what each image part costs, in tokens, instead of its URL's characters
    * (llama-server's mtmd and vLLM encode the picture: Gemma 3 256 tokens, Qwen2.5-VL ~1,200 for a

@@ -234,6 +234,17 @@ function validate(body: Obj, options: SimulatorOptions): SimError | null {
     }
   const fetchError = imageFetchError(messages, options);
   if (fetchError) return fetchError;
+  if (options.vision !== false && messages.some(carriesUnidentifiableImage))
+    return bad(`cannot identify image file <_io.BytesIO object at 0x7f${randomHex(10)}>`);
+  if (options.toolMessageImages === false) {
+    const index = firstToolMessageImage(messages);
+    if (index >= 0)
+      return {
+        status: 500,
+        type: 'InternalServerError',
+        message: `Failed to apply prompt replacement for mm_items['image'][${index}]`,
+      };
+  }
   const argsError = historyArgumentsError(messages);
   if (argsError) return argsError;
   if (options.strictHistory) {
@@ -241,6 +252,51 @@ function validate(body: Obj, options: SimulatorOptions): SimError | null {
     if (problem) return bad(problem);
   }
   return null;
+}
+
+/**
+ * An inline image PIL cannot identify: vLLM loads each image_url with PIL's Image.open
+ * (vllm/multimodal/media/image.py), and the connector turns PIL's UnidentifiedImageError into a
+ * ValueError (media/connector.py, fetch_image_async), its chat preprocessing's 400 with PIL's words,
+ * "cannot identify image file <_io.BytesIO object at 0x…>", naming no image. PIL has no SVG, HEIC
+ * (without the pillow-heif plugin, which vLLM does not install) or PDF reader. Bytes of no known
+ * format pass here (tests send placeholder bytes as PNGs); the real server refuses them too.
+ */
+function carriesUnidentifiableImage(m: Obj): boolean {
+  if (!Array.isArray(m.content)) return false;
+  return m.content.some((p) => {
+    if (!isObj(p) || p.type !== 'image_url') return false;
+    const url = isObj(p.image_url) ? p.image_url.url : p.image_url;
+    if (typeof url !== 'string' || !url.startsWith('data:')) return false;
+    const head = Buffer.from(url.slice(url.indexOf(',') + 1, url.indexOf(',') + 25), 'base64').toString(
+      'latin1',
+    );
+    return (
+      /^\s*<(svg|\?xml)/.test(head) ||
+      head.startsWith('%PDF') ||
+      /^ftyp(heic|heix|hevc|heim|heis|mif1)/.test(head.slice(4))
+    );
+  });
+}
+
+/**
+ * The index, among the request's images in order, of the first image in a `tool` message, or -1.
+ * vLLM counts the images it loaded (mm_items) and looks for each one's placeholder in the prompt
+ * the chat template rendered; a template that renders no image of a tool message (Gemma 4's before
+ * its tool template, vllm-project/vllm#41452; GLM-4.xV under the openai content format) leaves
+ * that image without one, and the processor's assertion is a 500.
+ */
+function firstToolMessageImage(messages: Obj[]): number {
+  let index = 0;
+  for (const m of messages) {
+    if (!Array.isArray(m.content)) continue;
+    for (const p of m.content) {
+      if (!isObj(p) || p.type !== 'image_url') continue;
+      if (m.role === 'tool') return index;
+      index++;
+    }
+  }
+  return -1;
 }
 
 export const vllm: PersonalityImpl = {

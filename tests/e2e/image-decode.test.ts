@@ -8,6 +8,12 @@
  * from the start, their messages extending the first turn's byte for byte. Through the real
  * server and the anthropic SDK (a screenshot in a tool result, as Claude Code sends one) and the
  * openai SDK (streamed) against the simulator as a llama-server with a vision projector.
+ *
+ * vLLM decodes with PIL, which reads WebP but no HEIC (an iPhone photo a chat app attaches as it
+ * came) or SVG (a browser agent's capture of an icon): its 400 is PIL's words, "cannot identify
+ * image file <_io.BytesIO object at 0x…>", naming no image (vllm/multimodal/media/connector.py).
+ * The same sessions on all three doors against the simulator as a vLLM that sees, each image of
+ * its own so each door's first turn meets the refusal: before, every turn was that 400.
  */
 import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -22,6 +28,7 @@ import {
 } from '../support/images.js';
 
 type Obj = Record<string, unknown>;
+const b64 = (bytes: string) => Buffer.from(bytes, 'latin1').toString('base64');
 const NOTE = '[image not available: image/webp, 34 B; the model server could not decode it]';
 
 let stack: Stack;
@@ -90,5 +97,115 @@ describe('an inline image llama-server cannot decode', () => {
     const attempts = upstream().slice(before);
     expect(attempts).toHaveLength(2);
     expect(attempts[1]!.rawBody).toContain('the model server could not decode it]');
+  });
+});
+
+describe('an inline image vLLM (PIL) cannot identify', () => {
+  /** The head of a HEIC photo (ISO BMFF, brand heic), `tag` telling the sessions' photos apart. */
+  const heic = (tag: string) => b64(`\x00\x00\x00\x18ftypheic\x00\x00\x00\x00mif1heic${tag}`);
+  const SVG = b64(
+    '<svg xmlns="http://www.w3.org/2000/svg" width="24" height="24"><path d="M0 0h24v24z"/></svg>',
+  );
+  const PNG_URL = `data:image/png;base64,${PNG}`;
+  let vllm: Stack;
+  let claude: Anthropic;
+  beforeAll(async () => {
+    vllm = await startStack({
+      sim: { personality: 'vllm', vision: true, scenario: [{ say: 'A photo and a square.' }] },
+      file: { defaults: { vision: true } },
+    });
+    claude = new Anthropic({ baseURL: vllm.origin, apiKey: 'x', maxRetries: 0, timeout: 30_000 });
+  });
+  afterAll(() => vllm.close());
+  const sent = () => vllm.sim.requests.filter((r) => r.path.endsWith('/chat/completions'));
+
+  /** Three turns of one session: each turn's upstream attempts, and the body each turn's last attempt sent. */
+  async function session(turn: (history: string[]) => Promise<string>) {
+    const history: string[] = [];
+    const attempts: number[] = [];
+    const bodies: string[] = [];
+    for (let t = 0; t < 3; t++) {
+      const before = sent().length;
+      const answer = await turn(history);
+      expect(answer).toBe('A photo and a square.');
+      const mine = sent().slice(before);
+      attempts.push(mine.length);
+      bodies.push(mine.at(-1)!.rawBody);
+      history.push(answer, `turn ${t + 2}: go on`);
+    }
+    return { attempts, bodies };
+  }
+  function expectNoted(run: { attempts: number[]; bodies: string[] }, bytes: string, note: string) {
+    expect(run.attempts).toEqual([2, 1, 1]); // refused once, on the first turn
+    for (const body of run.bodies) {
+      expect(body).toContain(note);
+      expect(body).not.toContain(bytes);
+      expect(body).toContain(PNG_URL); // the PNG beside it stays an image
+    }
+    for (const k of [1, 2]) expect(prefixBreak(run.bodies[0]!, run.bodies[k]!)).toBeNull();
+  }
+  const chatHistory = (history: string[]) =>
+    history.map((text, i) =>
+      i % 2 === 0 ? { role: 'assistant' as const, content: text } : { role: 'user' as const, content: text },
+    );
+
+  it('chat: a HEIC photo becomes a note; three turns answered, the same bytes each turn', async () => {
+    const photo = heic('chat');
+    const run = await session(async (history) => {
+      const c = await vllm.client.chat.completions.create({
+        model: 'sim',
+        messages: [
+          {
+            role: 'user',
+            content: [
+              { type: 'text', text: 'What are these?' },
+              { type: 'image_url', image_url: { url: `data:image/heic;base64,${photo}` } },
+              { type: 'image_url', image_url: { url: PNG_URL } },
+            ],
+          },
+          ...chatHistory(history),
+        ],
+      });
+      return c.choices[0]?.message.content ?? '';
+    });
+    expectNoted(run, photo, '[image not available: image/heic, 28 B; the model server could not decode it]');
+  });
+
+  it('Responses, streamed: an SVG input_image becomes a note', async () => {
+    const run = await session(async (history) => {
+      const input = [
+        {
+          role: 'user',
+          content: [
+            { type: 'input_text', text: 'What are these?' },
+            { type: 'input_image', image_url: `data:image/svg+xml;base64,${SVG}` },
+            { type: 'input_image', image_url: PNG_URL },
+          ],
+        },
+        ...history.map((text, i) => ({ role: i % 2 === 0 ? 'assistant' : 'user', content: text })),
+      ];
+      const res = await vllm.client.responses.stream({ model: 'sim', input } as never).finalResponse();
+      expect(res.status).toBe('completed');
+      return res.output_text;
+    });
+    expectNoted(run, SVG, '[image not available: image/svg+xml, 92 B; the model server could not decode it]');
+  });
+
+  it('Messages, streamed: a HEIC photo in a tool result (labelled JPEG, as an app names it by its file) becomes a note', async () => {
+    const photo = heic('msgs');
+    const run = await session(async (history) => {
+      const messages: Obj[] = [
+        { role: 'user', content: 'Take two pictures.' },
+        ...screenshotTurn('toolu_1', [image(photo, 'image/jpeg'), image(PNG)]),
+        ...history.map((text, i) => ({ role: i % 2 === 0 ? 'assistant' : 'user', content: text })),
+      ];
+      const m = await claude.messages
+        .stream({ model: 'sim', max_tokens: 100, tools, messages: messages as never })
+        .finalMessage();
+      return m.content.map((b) => (b.type === 'text' ? b.text : '')).join('');
+    });
+    expectNoted(run, photo, '[image not available: image/jpeg, 28 B; the model server could not decode it]');
+    const metrics = await (await fetch(`${vllm.origin}/metrics`)).text();
+    expect(metrics).toMatch(/toolproof_upstream_refusals_total\{[^}]*decision="image-decode-refused"\} 3$/m);
   });
 });

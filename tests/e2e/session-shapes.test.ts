@@ -6,7 +6,7 @@
  * megabyte tool results), each in an early turn of its own session, then two more turns that
  * re-send the whole history, through the real server and SDKs, on every door, against the
  * simulator as llama-server and as vLLM (text-only and with vision and audio; one with an 8k
- * window). Each turn must be answered (200); the body the backend answered must be one it takes
+ * window; one whose template renders no image of a tool message, vLLM's 500 for one). Each turn must be answered (200); the body the backend answered must be one it takes
  * (llama-server's parser refuses any content part but text, image_url and input_audio, and
  * templates render only system, user, assistant and tool messages); and turns 2-3 must send
  * upstream messages that begin with turn 1's, and the same tools, byte for byte (docs/prefix.md).
@@ -1117,6 +1117,8 @@ interface Backend {
   shapes?: (shape: Shape) => boolean;
   /** Turns 2-3 must go upstream in one attempt: what turn 1's refusal taught is remembered. */
   learns?: boolean;
+  /** Its template renders no image of a tool message (vLLM's 500 for one): none may go there. */
+  noToolImages?: boolean;
 }
 const BACKENDS: Backend[] = [
   {
@@ -1192,6 +1194,26 @@ const BACKENDS: Backend[] = [
     vision: true,
     audio: true,
   },
+  {
+    // a chat template that renders no image of a tool message (Gemma 4's before its tool template,
+    // vllm-project/vllm#41452): vLLM's 500 "Failed to apply prompt replacement for mm_items['image'][N]"
+    name: 'vLLM multimodal, a template rendering no image of a tool message',
+    sim: {
+      personality: 'vllm',
+      maxModelLen: 32768,
+      enforceWindow: true,
+      strictHistory: true,
+      vision: true,
+      toolMessageImages: false,
+    },
+    file: { defaults: { contextWindow: 32768 } },
+    vision: true,
+    audio: true,
+    shapes: (shape) =>
+      /"(image_url|input_image|image|computer_screenshot)"/.test(JSON.stringify(shape.history)),
+    learns: true,
+    noToolImages: true,
+  },
 ];
 
 /** What the backend would refuse in a chat body's content parts (llama-server's and vLLM's parsers). */
@@ -1209,6 +1231,10 @@ function partProblems(body: Obj, b: Backend): string[] {
     for (const p of c as Obj[]) {
       const t = p.type;
       if (t === 'text' && typeof p.text === 'string') continue;
+      if (t === 'image_url' && b.noToolImages && m.role === 'tool') {
+        out.push(`${i} (tool): an image in a tool message`);
+        continue;
+      }
       if (t === 'image_url' && b.vision) {
         const url = (p.image_url as Obj | undefined)?.url;
         if (typeof url === 'string' && /^(data:image\/|https?:)/.test(url)) continue;

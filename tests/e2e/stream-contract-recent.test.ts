@@ -139,13 +139,15 @@ describe('video and audio degraded to notes (llama-server with an image mmproj: 
 type Planned = Turn | Turn[] | 'oom' | 'cut' | 'over-window';
 function replyOf(planned: Planned, body: Record<string, unknown>): ScriptedReply {
   if (planned === 'oom') return { json: { error: { message: 'CUDA out of memory' } }, status: 500 };
-  // vLLM's refusal of a prompt over the window (its wording: tests/fixtures/errors/wire.json).
+  // vLLM's refusal of a prompt over the window (its wording: tests/fixtures/errors/wire.json), the
+  // messages alone over it (a prompt that fits refused for its max_tokens goes again without them:
+  // policies/output-budget).
   if (planned === 'over-window')
     return {
       json: {
         error: {
           message:
-            "This model's maximum context length is 8192 tokens. However, you requested 9000 tokens (8000 in the messages, 1000 in the completion). Please reduce the length of the messages or completion.",
+            "This model's maximum context length is 8192 tokens. However, you requested 9000 tokens (8500 in the messages, 500 in the completion). Please reduce the length of the messages or completion.",
           type: 'BadRequestError',
           param: null,
           code: 400,

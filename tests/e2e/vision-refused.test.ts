@@ -143,7 +143,7 @@ describe('vision refused: a model that sees keeps its images', () => {
   it('another 400 about the image is relayed as it is, never retried', async () => {
     stack.sim.reset();
     const scenario = JSON.stringify({
-      error: { status: 400, message: 'Invalid image: cannot identify image file' },
+      error: { status: 400, message: 'Invalid image: this image is not allowed here' },
     });
     const err = await stack.client.chat.completions
       .create(

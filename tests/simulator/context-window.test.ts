@@ -37,6 +37,42 @@ describe("simulator enforceWindow: a prompt past the window is the backend's own
   }
 });
 
+describe('simulator enforceOutputBudget: vLLM refuses a budget the window cannot hold beside the prompt', () => {
+  it("current vLLM's words, the prompt a bound; without a budget, or one that fits, served", async () => {
+    const sim = await createSimulator({
+      personality: 'vllm',
+      scenario: 'demo',
+      enforceWindow: true,
+      enforceOutputBudget: true,
+      maxModelLen: 1000,
+    });
+    try {
+      const ask = (budget?: number) =>
+        fetch(`${sim.url}/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({
+            model: 'm',
+            ...(budget === undefined ? {} : { max_tokens: budget }),
+            messages: [{ role: 'user', content: 'x'.repeat(800) }],
+          }),
+        });
+      const over = await ask(900);
+      expect(over.status).toBe(400);
+      const body = (await over.json()) as { error: { message: string; param: string } };
+      expect(body.error.message).toBe(
+        "This model's maximum context length is 1000 tokens. However, you requested 900 output tokens and your prompt contains at least 101 input tokens, for a total of at least 1001 tokens. Please reduce the length of the input prompt or the number of requested output tokens. (parameter=input_tokens, value=101)",
+      );
+      expect(body.error.param).toBe('input_tokens');
+      expect(parseContextOverflow(body)).toEqual({ max: 1000, prompt: 101, completion: 900, bound: true });
+      expect((await ask()).status).toBe(200);
+      expect((await ask(100)).status).toBe(200);
+    } finally {
+      await sim.close();
+    }
+  });
+});
+
 describe("llama-server's overflow refusal carries n_prompt_tokens and n_ctx", () => {
   it('as server_task_result_error::to_json writes them (after code, message, type), and the window is read from them', async () => {
     const sim = await createSimulator({

@@ -197,6 +197,59 @@ describe('vLLM personality: errors', () => {
     }
   });
 
+  it("a model that sees refuses an inline image PIL cannot identify (SVG, HEIC, a PDF), in PIL's words", async () => {
+    const b64 = (bytes: string) => Buffer.from(bytes, 'latin1').toString('base64');
+    for (const [type, bytes] of [
+      ['svg+xml', '<svg xmlns="http://www.w3.org/2000/svg"/>'],
+      ['heic', '\x00\x00\x00\x18ftypheic\x00\x00\x00\x00'],
+      ['png', '%PDF-1.7\n'],
+    ]) {
+      const url = `data:image/${type};base64,${b64(bytes!)}`;
+      const r = await chat(sim, {
+        messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url } }] }],
+      });
+      expect(r.status).toBe(400);
+      expect(r.json.error).toMatchObject({ type: 'BadRequestError', code: 400 });
+      expect((r.json.error as { message: string }).message).toMatch(
+        /^cannot identify image file <_io\.BytesIO object at 0x[0-9a-f]{12}>$/,
+      );
+    }
+    const webp = `data:image/webp;base64,${b64('RIFF\x1a\x00\x00\x00WEBPVP8L')}`; // PIL reads WebP
+    const ok = await chat(sim, {
+      messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: webp } }] }],
+    });
+    expect(ok.status).toBe(200);
+  });
+
+  it("toolMessageImages false: an image in a tool message is the processor's 500, naming that image's index", async () => {
+    const gemma = await createSimulator({ personality: 'vllm', toolMessageImages: false });
+    const png = { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } };
+    try {
+      const r = await chat(gemma, {
+        messages: [
+          { role: 'user', content: [{ type: 'text', text: 'x' }, png] },
+          {
+            role: 'assistant',
+            content: null,
+            tool_calls: [{ id: 'c', type: 'function', function: { name: 't', arguments: '{}' } }],
+          },
+          { role: 'tool', tool_call_id: 'c', content: [png] },
+        ],
+      });
+      expect(r.status).toBe(500);
+      expect(r.json.error).toEqual({
+        message: "Failed to apply prompt replacement for mm_items['image'][1]",
+        type: 'InternalServerError',
+        param: null,
+        code: 500,
+      });
+      const ok = await chat(gemma, { messages: [{ role: 'user', content: [png] }] });
+      expect(ok.status).toBe(200);
+    } finally {
+      await gemma.close();
+    }
+  });
+
   it('reports pydantic validation errors with the field as param', async () => {
     const r = await post(sim, '/chat/completions', { model: 'simulated-model' });
     expect(r.status).toBe(400);
