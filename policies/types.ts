@@ -324,6 +324,16 @@ export interface UpstreamRefusal {
      * attempt without them is answered. Pure; absent: remembered at once.
      */
     unsure?(status: number, body: unknown): boolean;
+    /**
+     * The values were refused of this prompt, not of the model (an output budget the window cannot
+     * hold beside it): the refusal holds for a later request only where its prompt is sure to be
+     * no shorter, its messages beginning with the refused request's (the same tools, tool_choice
+     * and max tokens: the same session's later turns). The server remembers them with the refused
+     * prompt's digest (server/over-window.ts promptDigests) and reads them back only for such a
+     * request; any other prompt goes as the client wrote it, judged on its own. Absent: values of
+     * the model, read back for any request that carries them.
+     */
+    readonly ofPrompt?: boolean;
   };
 }
 

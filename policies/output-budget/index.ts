@@ -13,8 +13,12 @@
  * Once the upstream refused a budget that way (the prompt not known over the window by itself),
  * the request goes without the budget: the backend then gives the answer the rest of the window
  * (vLLM's default: the window less the prompt), which is less than the budget asked whenever the
- * budget was refused. The budget is remembered per upstream, model and key
- * (UpstreamRefusal.values), so later turns sending it go without it from the start; another
+ * budget was refused. The client's budget is a bound, so the drop is remembered only where it
+ * keeps it: with the refused prompt, per upstream, model and key (UpstreamRefusal.values.ofPrompt),
+ * so the same session's later turns (their messages beginning with the refused ones, the same
+ * tools and budget: no shorter, refused again) go without it from the start. Another prompt with
+ * that budget (a short one, another session's) goes as the client wrote it: it may fit, and
+ * without the budget the backend could answer past it; refused, it goes again without it. Another
  * budget is judged on its own. Only those two fields change: the prompt's bytes are the client's.
  * Where the prompt alone is over too, the backend refuses the budgetless request as over the
  * window, and that refusal is the window's (the older results cut, server/chat/attempt.ts).
@@ -68,6 +72,7 @@ export const outputBudgetPolicy: Policy<OutputBudgetEffect> = {
     describe: (status) =>
       `the upstream refused the output budget with the prompt past its window (status ${status}): sent again without max_tokens, the answer given the rest of the window`,
     values: {
+      ofPrompt: true,
       named: refusedBudget,
       candidates: (request) => {
         const budget = outputBudget(request);

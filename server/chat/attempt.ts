@@ -30,7 +30,13 @@ import { mappedRoute } from '../routing.js';
 import { toCutError, type UpstreamResponse } from '../upstream.js';
 import type { ChatCall, ChatDeps } from './context.js';
 import { recordPolicyEffects } from './effects.js';
-import { rememberedRefusals, rememberedValues, rememberRefusal, rememberRefusedValues } from './refusals.js';
+import {
+  rememberedRefusals,
+  rememberedValues,
+  rememberPromptValues,
+  rememberRefusal,
+  rememberRefusedValues,
+} from './refusals.js';
 import { rememberBytesPerToken, rememberOverWindow } from '../over-window.js';
 import { prepareRequest } from './prepare.js';
 import {
@@ -338,8 +344,11 @@ function routeAroundRefusal(
     if (refusal.values === undefined)
       rememberRefusal(deps.refusals, call.route, call.original.model, refusal.fact, call.trace.key);
     const route = call.route;
+    const original = call.original;
     const remember = () =>
-      rememberRefusedValues(deps.refusals, route, call.original.model, refusal.fact, values, call.trace.key);
+      refusal.values?.ofPrompt === true
+        ? rememberPromptValues(deps.refusals, route, original, refusal.fact, values, call.trace.key)
+        : rememberRefusedValues(deps.refusals, route, original.model, refusal.fact, values, call.trace.key);
     // An error that may mean something else is believed once the request without the values is answered.
     if (refusal.values?.unsure?.(status, body)) call.onAnswered.push(remember);
     else remember();

@@ -12,6 +12,7 @@ import { createHash } from 'node:crypto';
 import type { ChatCompletionRequest } from '../../protocol/openai.js';
 import { StringSet } from '../../protocol/string-set.js';
 import { type FallbackMemory, memoryModel } from '../fallback-memory.js';
+import { promptDigests } from '../over-window.js';
 import type { ResolvedRoute } from '../routing.js';
 
 const NONE: ReadonlySet<string> = new Set();
@@ -99,9 +100,24 @@ export function rememberedValues(
   const out = new StringSet();
   if (!memory || memory.size === 0) return out;
   const part = modelPart(route, request.model);
+  let held: string[] | undefined;
+  const digests = () => (held ??= promptDigests(request));
   for (const p of policies) {
     const refusal = p.refusal;
     if (refusal?.values === undefined) continue;
+    if (refusal.values.ofPrompt === true) {
+      valuesOfPrompt(
+        memory,
+        route,
+        part,
+        refusal.fact,
+        refusal.values.candidates(request),
+        digests,
+        key,
+        out,
+      );
+      continue;
+    }
     for (const value of refusal.values.candidates(request)) {
       const fact = valueFact(refusal.fact, value);
       if (!memory.isActive(route.client.label, keyOf(part, fact, key))) continue;
@@ -127,4 +143,65 @@ export function rememberRefusedValues(
   if (!memory || values.length === 0) return;
   const part = modelPart(route, model);
   for (const value of values) remember(memory, route, part, valueFact(fact, value), key);
+}
+
+/**
+ * The memory's key of a prompt (its digest, server/over-window.ts promptDigests) that `fact`'s
+ * values were refused of (UpstreamRefusal.values.ofPrompt); with none, the mark that some is held.
+ */
+const promptFact = (fact: string, digest = ''): string => `${fact}\u0000prompt\u0000${digest}`;
+
+/**
+ * The `candidates` refused of the latest prompt `request` begins with (`digests`, from its last
+ * message back) that refused values of `fact`, into `out`, each kept another TTL. A request whose
+ * messages begin with a refused one's, with the same tools, tool_choice and max tokens, is no
+ * shorter: refused again for them. Hashed only while a mark is held for this model and key, and
+ * one prompt read: as many lookups as the request has messages and candidates.
+ */
+function valuesOfPrompt(
+  memory: FallbackMemory,
+  route: ResolvedRoute,
+  part: string,
+  fact: string,
+  candidates: readonly string[],
+  digests: () => string[],
+  key: string | undefined,
+  out: StringSet,
+): void {
+  const label = route.client.label;
+  if (candidates.length === 0 || !memory.isActive(label, keyOf(part, promptFact(fact), key))) return;
+  const all = digests();
+  for (let i = all.length - 1; i >= 0; i--) {
+    const prompt = promptFact(fact, all[i]!);
+    if (!memory.isActive(label, keyOf(part, prompt, key))) continue;
+    for (const value of candidates) {
+      if (!memory.isActive(label, keyOf(part, valueFact(prompt, value), key))) continue;
+      remember(memory, route, part, valueFact(prompt, value), key);
+      out.add(value);
+    }
+    remember(memory, route, part, prompt, key);
+    remember(memory, route, part, promptFact(fact), key);
+    return;
+  }
+}
+
+/**
+ * Remember that `route`'s upstream refused `values` of `request`'s prompt (the client's request:
+ * UpstreamRefusal.values.ofPrompt), under the digest of its whole prompt, and the mark.
+ */
+export function rememberPromptValues(
+  memory: FallbackMemory | undefined,
+  route: ResolvedRoute,
+  request: ChatCompletionRequest,
+  fact: string,
+  values: readonly string[],
+  key?: string,
+): void {
+  const digest = promptDigests(request).at(-1);
+  if (!memory || values.length === 0 || digest === undefined) return;
+  const part = modelPart(route, request.model);
+  const prompt = promptFact(fact, digest);
+  for (const value of values) remember(memory, route, part, valueFact(prompt, value), key);
+  remember(memory, route, part, prompt, key);
+  remember(memory, route, part, promptFact(fact), key);
 }

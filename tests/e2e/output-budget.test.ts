@@ -6,8 +6,10 @@
  * budget every turn (opencode and Claude Code 32,000 output tokens on a 32k model) and its prompt
  * only grows: every turn was refused. toolproof read the refusal as a prompt over the window and,
  * with nothing to cut, relayed it. Now the request goes again without the budget (the backend gives
- * the answer the rest of the window), the budget is remembered per upstream, model and key, and
- * later turns go without it from the start, their messages the client's, byte for byte. Through the
+ * the answer the rest of the window), the budget is remembered with the refused prompt per
+ * upstream, model and key, and the session's later turns go without it from the start, their
+ * messages the client's, byte for byte; another prompt with that budget (a short one that fits
+ * beside it) goes with the client's max_tokens, the bound it asked. Through the
  * real server and the openai and anthropic SDKs on all three doors against the simulator as that
  * vLLM (a 4,096-token window, a budget of 4,000), each door on a model of its own.
  */
@@ -164,6 +166,85 @@ describe('an output budget the window cannot hold beside the prompt', () => {
     }
     for (const k of [1, 2]) expect(prefixBreak(run.bodies[0]!, run.bodies[k]!)).toBeNull();
   });
+
+  // The client's max_tokens is a bound: a drop remembered for the budget alone sent a short prompt
+  // (another session on the same key) without it, and the backend could answer up to the window
+  // less that prompt, past the bound. Only the refused session's later turns, whose prompt begins
+  // with the refused one, go without it from the start.
+  type Ask = (system: string | undefined, history: string[]) => Promise<string>;
+  const chatAsk =
+    (model: string, stream: boolean): Ask =>
+    async (system, history) => {
+      const messages = [
+        ...(system === undefined ? [] : [{ role: 'system' as const, content: system }]),
+        { role: 'user' as const, content: 'Fix the bug.' },
+        ...turns(history),
+      ];
+      if (!stream) {
+        const c = await stack.client.chat.completions.create({ model, max_tokens: BUDGET, messages });
+        return c.choices[0]?.message.content ?? '';
+      }
+      let text = '';
+      const s = await stack.client.chat.completions.create({
+        model,
+        max_tokens: BUDGET,
+        messages,
+        stream: true,
+      });
+      for await (const chunk of s) text += chunk.choices[0]?.delta.content ?? '';
+      return text;
+    };
+  const messagesAsk =
+    (model: string, stream: boolean): Ask =>
+    async (system, history) => {
+      const body = {
+        model,
+        max_tokens: BUDGET,
+        ...(system === undefined ? {} : { system }),
+        messages: [{ role: 'user' as const, content: 'Fix the bug.' }, ...turns(history)],
+      };
+      const m = stream
+        ? await anthropic.messages.stream(body).finalMessage()
+        : await anthropic.messages.create(body);
+      return m.content.map((b) => (b.type === 'text' ? b.text : '')).join('');
+    };
+
+  it.each([
+    ['chat', chatAsk('c1', false)],
+    ['chat, streamed', chatAsk('c2', true)],
+    ['Messages', messagesAsk('a1', false)],
+    ['Messages, streamed', messagesAsk('a2', true)],
+  ] as const)(
+    '%s: a short prompt with the refused budget keeps its max_tokens; the long session still drops it',
+    async (_door, ask) => {
+      const sentBudget = (body: string) => {
+        const sent = JSON.parse(body) as Obj;
+        return sent.max_completion_tokens ?? sent.max_tokens;
+      };
+      const history: string[] = [];
+      const attempts: number[] = [];
+      const bodies: string[] = [];
+      const turn = async (system: string | undefined, h: string[]) => {
+        const before = upstream().length;
+        expect(await ask(system, h)).toBe(ANSWER);
+        const mine = upstream().slice(before);
+        attempts.push(mine.length);
+        return mine.at(-1)!.rawBody;
+      };
+      bodies.push(await turn(SYSTEM, history));
+      history.push(ANSWER, 'turn 2: go on');
+      // another session on the same key and model, the same budget, a prompt that fits beside it
+      const short = await turn(undefined, []);
+      expect(sentBudget(short)).toBe(BUDGET);
+      for (let t = 2; t < 4; t++) {
+        bodies.push(await turn(SYSTEM, history));
+        history.push(ANSWER, `turn ${t + 1}: go on`);
+      }
+      expect(attempts).toEqual([2, 1, 1, 1]);
+      for (const body of bodies) expect(sentBudget(body)).toBeUndefined();
+      for (const k of [1, 2]) expect(prefixBreak(bodies[0]!, bodies[k]!)).toBeNull();
+    },
+  );
 
   it('a smaller budget that fits goes as the client sent it', async () => {
     const before = upstream().length;
