@@ -6,13 +6,13 @@ import { describe, expect, it } from 'vitest';
 import { DecodeMeter } from '../../server/decode-meter.js';
 import { measureScaling, prng, withinBudget } from '../support/cost-scaling.js';
 
-/** Feeds `body` in pieces of seeded random sizes; the meter's total. */
-function meter(body: string, sse: boolean, seed = 1): number {
+/** Feeds `body` in pieces of seeded random sizes (1 to `most` bytes); the meter's total. */
+function meter(body: string, sse: boolean, seed = 1, most = 3000): number {
   const bytes = Buffer.from(body);
   const rand = prng(seed);
   const m = new DecodeMeter(sse);
   for (let i = 0; i < bytes.length; ) {
-    const n = 1 + Math.floor(rand() * 3000);
+    const n = 1 + Math.floor(rand() * most);
     m.push(bytes.subarray(i, i + n));
     i += n;
   }
@@ -37,6 +37,42 @@ describe('DecodeMeter', () => {
     for (const seed of [1, 2, 3]) expect(meter(whole(77, timings), false, seed)).toBe(77);
   });
 
+  it("reads the usage wherever it stands: vLLM's prompt_logprobs after it (the client asks for them)", () => {
+    // vLLM's ChatCompletionResponse: usage, then prompt_logprobs (one map a prompt token).
+    const promptLogprobs = `,"prompt_logprobs":[null,${Array.from(
+      { length: 400 },
+      (_, t) => `{"${t}":{"logprob":-0.5,"rank":1,"decoded_token":"\\"completion_tokens\\": 1"}}`,
+    ).join(',')}]`;
+    expect(promptLogprobs.length).toBeGreaterThan(20_000);
+    for (const [seed, most] of [
+      [1, 3000],
+      [2, 40],
+      [3, 7],
+      [4, 1],
+    ] as const)
+      expect(meter(whole(1234, promptLogprobs), false, seed, most)).toBe(1234);
+  });
+
+  it('a count cut anywhere between reads is read whole; the largest count wins', () => {
+    const body = '{"usage":{"prompt_tokens":5,"completion_tokens" :\n 987654,"total_tokens":987659}}';
+    for (let cut = 1; cut < body.length; cut++) {
+      const m = new DecodeMeter(false);
+      m.push(Buffer.from(body.slice(0, cut)));
+      m.push(Buffer.from(body.slice(cut)));
+      expect(m.total(), `cut at ${cut}`).toBe(987654);
+    }
+    // Anthropic's message_start says output_tokens 1, its message_delta the total.
+    const messages =
+      'event: message_start\ndata: {"message":{"usage":{"input_tokens":9,"output_tokens":1}}}\n\n' +
+      'event: message_delta\ndata: {"delta":{},"usage":{"output_tokens":612}}\n\n';
+    for (const most of [1, 5, 3000]) expect(meter(messages, true, 1, most)).toBe(612);
+    // A count still in its digits when the body ends is read.
+    expect(meter('{"usage":{"completion_tokens":42', false, 1, 1)).toBe(42);
+    // No count where the key is no key: no colon, or no digits after it.
+    expect(meter('{"a":["completion_tokens", 5]}', false)).toBe(0);
+    expect(meter('{"completion_tokens": "5"}', false)).toBe(0);
+  });
+
   it("reads Messages' and Responses' output_tokens, not its details' fields", () => {
     const msg = JSON.stringify({
       type: 'message',
@@ -59,6 +95,8 @@ describe('DecodeMeter', () => {
     const bytewise = new DecodeMeter(true);
     for (const b of Buffer.from(events)) bytewise.push(Buffer.of(b));
     expect(bytewise.total()).toBe(500);
+    // Short reads: an event held whole in the bytes kept between reads counts once.
+    for (const most of [3, 7, 19, 40]) expect(meter(events, true, most, most)).toBe(500);
     const usage = `data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: 3, completion_tokens: 4000 } })}\n\n`;
     expect(meter(`${events}${usage}data: [DONE]\n\n`, true)).toBe(4000);
   });
@@ -88,6 +126,19 @@ describe('DecodeMeter', () => {
         return m.total();
       },
       { from: 64, max: 1 << 16 },
+    );
+    expect(withinBudget(s, 5), JSON.stringify(s)).toEqual({ time: true, memory: true });
+  });
+
+  it("costs linear CPU and constant memory in a body made of usage keys (a hostile upstream's; x1 vs x4)", () => {
+    const s = measureScaling(
+      (n) => Buffer.from(`{"x":[${'{"output_tokens": 7,"completion_tokens" :12},'.repeat(n)}0]}`),
+      (body) => {
+        const m = new DecodeMeter(true);
+        for (let i = 0; i < body.length; i += 11) m.push(body.subarray(i, i + 11));
+        return m.total();
+      },
+      { from: 64, max: 1 << 15 },
     );
     expect(withinBudget(s, 5), JSON.stringify(s)).toEqual({ time: true, memory: true });
   });

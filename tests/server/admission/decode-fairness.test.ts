@@ -30,6 +30,7 @@ function ask(
     holdMs?: number;
     stream?: boolean;
     n?: number;
+    promptLogprobs?: number;
     signal?: AbortSignal;
   },
 ) {
@@ -52,6 +53,7 @@ function ask(
       messages: [{ role: 'user', content: opts.name }],
       ...(opts.stream ? { stream: true } : {}),
       ...(opts.n ? { n: opts.n } : {}),
+      ...(opts.promptLogprobs !== undefined ? { prompt_logprobs: opts.promptLogprobs } : {}),
     }),
   }).then(
     async (res) => {
@@ -73,7 +75,12 @@ const upstreamOrder = (s: Stack): string[] =>
  * (short's) queue, one after another; then h's client leaves. l0 goes first (its owner had
  * nothing served), and what it generated decides what follows it.
  */
-async function longAnswerThenQueue(l0: { stream?: boolean; n?: number; say?: string }) {
+async function longAnswerThenQueue(l0: {
+  stream?: boolean;
+  n?: number;
+  say?: string;
+  promptLogprobs?: number;
+}) {
   stack = await startStack({
     file: {
       defaults: { forceToolUse: false },
@@ -122,6 +129,13 @@ describe('fair shares charge the tokens a request generates, not only its prompt
   it('n: 8 short answers cost eight times one (each choice generated)', async () => {
     // 8 choices of 100 words: ~1,000 tokens generated, as the long answer above.
     const order = await longAnswerThenQueue({ n: 8, say: 'word '.repeat(100).trim() });
+    expect(order, order.join(' ')).toEqual(FAIR);
+  }, 60_000);
+
+  it("a long answer read whole with vLLM's prompt_logprobs, which vLLM writes after its usage", async () => {
+    // The body's last 2 KiB were prompt_logprobs (the client's to ask for): no usage read, the
+    // long answer charged nothing and long's l1 went before short's queued turns.
+    const order = await longAnswerThenQueue({ promptLogprobs: 5 });
     expect(order, order.join(' ')).toEqual(FAIR);
   }, 60_000);
 });
