@@ -73,6 +73,40 @@ describe('DecodeMeter', () => {
     expect(meter('{"completion_tokens": "5"}', false)).toBe(0);
   });
 
+  it('any split of a body reads as the body read whole (events, keys and counts cut anywhere)', () => {
+    const rand = prng(7);
+    const pick = <T>(xs: readonly T[]) => xs[Math.floor(rand() * xs.length)]!;
+    const pieces = [
+      'data: {"x":1}\n\n',
+      '"completion_tokens"',
+      '"output_tokens"',
+      ':',
+      ' ',
+      '\n',
+      '"',
+      '_tokens"',
+      'data:',
+      'dat',
+      '12',
+      '987654321',
+      ',',
+      '}',
+      'x',
+    ];
+    for (let body = 0; body < 200; body++) {
+      const sse = rand() < 0.5;
+      const text = Array.from({ length: 5 + Math.floor(rand() * 60) }, () => pick(pieces)).join('');
+      const whole = new DecodeMeter(sse);
+      whole.push(Buffer.from(text));
+      const expected = whole.total();
+      for (const most of [1, 2, 5, 13])
+        expect(
+          meter(text, sse, body * 31 + most, most),
+          `${JSON.stringify(text)} in pieces of 1-${most}`,
+        ).toBe(expected);
+    }
+  });
+
   it("reads Messages' and Responses' output_tokens, not its details' fields", () => {
     const msg = JSON.stringify({
       type: 'message',
