@@ -187,3 +187,33 @@ export class DecodeMeter {
     if (value > this.reported) this.reported = value;
   }
 }
+
+/** Answers of fewer tokens teach no pace (their time is mostly the prompt's). */
+const PACE_MIN_TOKENS = 64;
+
+/**
+ * How long an upstream's slot is held per token it generates, learnt from the answers metered
+ * whole (a moving average: the batch's size and the prompts change it), for an answer the client
+ * left before its end with no token counted: a non-streamed one sends its body, usage and all,
+ * only at its end, so leaving just before it held the slot for the whole answer and was charged
+ * none of it (a key doing so again and again decoded long answers nobody read, each charged its
+ * prompt alone, ahead of another key's agent). Such an answer is charged the tokens its time
+ * held would have made. Includes the prompt's prefill in what it learns, so it charges less
+ * than it decoded, never more.
+ */
+export class DecodePace {
+  private msPerToken: number | undefined;
+
+  /** An answer metered whole: `tokens` generated in `ms` from the request's start. */
+  learn(ms: number, tokens: number): void {
+    if (tokens < PACE_MIN_TOKENS || !(ms > 0)) return;
+    const sample = ms / tokens;
+    this.msPerToken = this.msPerToken === undefined ? sample : this.msPerToken * 0.8 + sample * 0.2;
+  }
+
+  /** The tokens `ms` of a slot held makes at the pace learnt (0 before any). */
+  tokensIn(ms: number): number {
+    const pace = this.msPerToken;
+    return pace === undefined || !(ms > 0) ? 0 : Math.min(Math.floor(ms / pace), MAX_TOKENS);
+  }
+}

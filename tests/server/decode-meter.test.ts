@@ -3,7 +3,7 @@
  * its reported usage, however its bytes are split; bounded CPU and memory (x1 vs x4).
  */
 import { describe, expect, it } from 'vitest';
-import { DecodeMeter } from '../../server/decode-meter.js';
+import { DecodeMeter, DecodePace } from '../../server/decode-meter.js';
 import { measureScaling, prng, withinBudget } from '../support/cost-scaling.js';
 
 /** Feeds `body` in pieces of seeded random sizes (1 to `most` bytes); the meter's total. */
@@ -145,6 +145,18 @@ describe('DecodeMeter', () => {
     expect(meter(JSON.stringify({ choices: [{ message: { content: text } }] }), false)).toBe(0);
     // Not SSE: `data:` in a JSON answer is no event.
     expect(meter(JSON.stringify({ content: 'data: data: data:' }), false)).toBe(0);
+  });
+
+  it("DecodePace: the tokens a slot's time makes, learnt from answers of 64 tokens or more", () => {
+    const pace = new DecodePace();
+    expect(pace.tokensIn(5_000)).toBe(0);
+    pace.learn(1_000, 10); // too short to teach
+    expect(pace.tokensIn(5_000)).toBe(0);
+    pace.learn(1_000, 500); // 2 ms a token
+    expect(pace.tokensIn(5_000)).toBe(2_500);
+    expect(pace.tokensIn(-1)).toBe(0);
+    pace.learn(1e-9, 1e9);
+    expect(pace.tokensIn(1e12)).toBeLessThanOrEqual(1 << 24);
   });
 
   it('a reported count is bounded', () => {
