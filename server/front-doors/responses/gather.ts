@@ -8,8 +8,8 @@
  * worker: the items placed, each time one is named, come to at most the body limit (a 413 past
  * it), with the body too when the request is relayed (the worker serving it reads it within its
  * body limit), and where it is served with the items it resolves itself and the conversation it
- * continues (request.tpPlaced, relayed.ts placedBytes); a worker that does not answer within ASK_WAIT_MS leaves its references as they
- * are, so they become the note a missing item becomes.
+ * continues (request.tpPlaced, relayed.ts placedBytes); a worker that does not answer within
+ * ASK_WAIT_MS leaves its references as they are, so they become the note a missing item becomes.
  */
 import type { FastifyRequest } from 'fastify';
 import { isObject } from '../../../protocol/is-object.js';
