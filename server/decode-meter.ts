@@ -199,10 +199,15 @@ const PACE_MIN_TOKENS = 64;
  * none of it (a key doing so again and again decoded long answers nobody read, each charged its
  * prompt alone, ahead of another key's agent). Such an answer is charged the tokens its time
  * held would have made. Includes the prompt's prefill in what it learns, so it charges less
- * than it decoded, never more.
+ * than it decoded at the pace learnt.
  */
 export class DecodePace {
   private msPerToken: number | undefined;
+
+  /** Whether it learnt a pace. */
+  get known(): boolean {
+    return this.msPerToken !== undefined;
+  }
 
   /** An answer metered whole: `tokens` generated in `ms` from the request's start. */
   learn(ms: number, tokens: number): void {
@@ -215,5 +220,53 @@ export class DecodePace {
   tokensIn(ms: number): number {
     const pace = this.msPerToken;
     return pace === undefined || !(ms > 0) ? 0 : Math.min(Math.floor(ms / pace), MAX_TOKENS);
+  }
+}
+
+/** Owners whose own pace is kept, at most (the least recently used go first). */
+const MAX_OWNERS = 1024;
+
+/** What one request learns and is charged by (DecodePaces.of). */
+export interface PaceOf {
+  learn(ms: number, tokens: number): void;
+  tokensIn(ms: number): number;
+}
+
+/**
+ * An upstream's pace, and each admission owner's own: a request is charged by its owner's pace
+ * when it has one, else by the upstream's. Its own first: `n: 16` answers make sixteen tokens in
+ * the time of one, so a key asking them taught a pace sixteen times too fast, and another key's
+ * agent leaving a request was charged sixteen times what it held.
+ */
+export class DecodePaces {
+  private readonly all = new DecodePace();
+  private readonly owners = new Map<string, DecodePace>();
+
+  of(owner: string | undefined): PaceOf {
+    return {
+      learn: (ms, tokens) => {
+        this.all.learn(ms, tokens);
+        if (owner !== undefined && tokens >= PACE_MIN_TOKENS) this.own(owner, true)!.learn(ms, tokens);
+      },
+      tokensIn: (ms) => {
+        const own = owner === undefined ? undefined : this.own(owner, false);
+        return own?.known ? own.tokensIn(ms) : this.all.tokensIn(ms);
+      },
+    };
+  }
+
+  private own(owner: string, make: boolean): DecodePace | undefined {
+    let pace = this.owners.get(owner);
+    if (pace !== undefined) {
+      // The most recently used last.
+      this.owners.delete(owner);
+      this.owners.set(owner, pace);
+      return pace;
+    }
+    if (!make) return undefined;
+    pace = new DecodePace();
+    this.owners.set(owner, pace);
+    if (this.owners.size > MAX_OWNERS) this.owners.delete(this.owners.keys().next().value!);
+    return pace;
   }
 }

@@ -23,7 +23,7 @@ import {
   type PriorityClass,
   type Ticket,
 } from './admission.js';
-import { DecodeMeter, DecodePace } from './decode-meter.js';
+import { DecodeMeter, DecodePaces, type PaceOf } from './decode-meter.js';
 import type { KeyWaitTicket } from './key-waits.js';
 import { GroupGate, groupChannel } from './group-admission.js';
 import {
@@ -259,8 +259,8 @@ class ProbedExchange extends ExchangeHandler {
   constructor(
     private readonly probe: ConnectionProbe,
     private readonly charge: ((tokens: number) => void) | undefined,
-    /** The upstream's pace (an answer the client left, with no token counted, is charged its time). */
-    private readonly pace: DecodePace | undefined,
+    /** Its owner's pace (an answer the client left, with no token counted, is charged its time). */
+    private readonly pace: PaceOf | undefined,
     ...args: ConstructorParameters<typeof ExchangeHandler>
   ) {
     super(...args);
@@ -356,8 +356,8 @@ export class UpstreamClient {
   readonly idleMs: number;
   /** Admission per replica (one for a BalancedPool, which picks the replica itself). */
   private readonly gates: Gate[] = [];
-  /** How long its slots are held per token generated (decode-meter.ts DecodePace). */
-  private readonly pace = new DecodePace();
+  /** How long its slots are held per token generated, its own and each owner's (decode-meter.ts). */
+  private readonly paces = new DecodePaces();
   private readonly origins: string[];
   /** The upstream runs vLLM's priority scheduling: requests carry their class's `priority`. */
   schedulingPriority = false;
@@ -516,6 +516,7 @@ export class UpstreamClient {
               : { headers, body: req.body ?? null }),
           },
           req.signal,
+          req.admission?.owner?.id,
         );
         // It reached the model: its later attempts finish on the configuration it started with.
         if (req.admission?.key !== undefined) req.admission.key.reached = true;
@@ -561,6 +562,8 @@ export class UpstreamClient {
     replica: number | undefined,
     opts: Dispatcher.DispatchOptions,
     signal: AbortLike,
+    /** Its admission owner's id (DecodePaces). */
+    owner?: string,
   ): Promise<UpstreamHead> {
     const set = this.set;
     return new Promise<UpstreamHead>((resolve, reject) => {
@@ -580,7 +583,7 @@ export class UpstreamClient {
       const handler = new ProbedExchange(
         probe,
         ticket?.charge === undefined ? undefined : (tokens) => ticket.charge?.(tokens),
-        ticket?.charge === undefined ? undefined : this.pace,
+        ticket?.charge === undefined ? undefined : this.paces.of(owner),
         signal,
         resolve,
         (err) => {

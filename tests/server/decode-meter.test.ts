@@ -3,7 +3,7 @@
  * its reported usage, however its bytes are split; bounded CPU and memory (x1 vs x4).
  */
 import { describe, expect, it } from 'vitest';
-import { DecodeMeter, DecodePace } from '../../server/decode-meter.js';
+import { DecodeMeter, DecodePace, DecodePaces } from '../../server/decode-meter.js';
 import { measureScaling, prng, withinBudget } from '../support/cost-scaling.js';
 
 /** Feeds `body` in pieces of seeded random sizes (1 to `most` bytes); the meter's total. */
@@ -157,6 +157,24 @@ describe('DecodeMeter', () => {
     expect(pace.tokensIn(-1)).toBe(0);
     pace.learn(1e-9, 1e9);
     expect(pace.tokensIn(1e12)).toBeLessThanOrEqual(1 << 24);
+  });
+
+  it("DecodePaces: an owner is charged by its own pace, not by another's n: 16 answers", () => {
+    const paces = new DecodePaces();
+    // Another key's n: 16 answers: 16,000 tokens a second.
+    for (let i = 0; i < 20; i++) paces.of('key many').learn(1_000, 16_000);
+    // An agent's own answers: 1,000 tokens a second; it leaves a request after 10 s on the slot.
+    paces.of('key agent').learn(1_000, 1_000);
+    expect(paces.of('key agent').tokensIn(10_000)).toBe(10_000);
+    // An owner that taught none is charged by the upstream's pace (every owner's answers).
+    expect(paces.of('key new').tokensIn(10_000)).toBeGreaterThan(10_000);
+    expect(paces.of(undefined).tokensIn(10_000)).toBeGreaterThan(10_000);
+    // Owners held are bounded (the least recently used go).
+    paces.of('address 0').learn(1_000, 1_000);
+    for (let i = 1; i < 5_000; i++) paces.of(`address ${i}`).learn(1_000, 64);
+    expect(paces.of('address 4999').tokensIn(1_000)).toBe(64);
+    // address 0's own pace went: charged by the upstream's (now about 64 a second).
+    expect(paces.of('address 0').tokensIn(1_000)).toBeLessThan(100);
   });
 
   it('a reported count is bounded', () => {
