@@ -106,6 +106,12 @@ declare module 'fastify' {
     tpCapture?: RecordWriter;
     /** The worker this request was relayed to (worker-relay.ts): that worker counts and logs it. */
     tpRelayed?: number;
+    /**
+     * Bytes of the items other workers hold placed in this request's input where its
+     * item_references named them (front-doors/responses/gather.ts): counted with the references
+     * and the conversation it continues against the body limit, as one worker counts them.
+     */
+    tpPlaced?: number;
   }
   /**
    * Every reply is its response's default OpenStream (chat framing): a method on the prototype,

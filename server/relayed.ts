@@ -27,3 +27,18 @@ export function clientAddress(request: FastifyRequest): string | undefined {
   const given = request.headers[RELAYED_FOR];
   return typeof given === 'string' && given !== '' ? given : undefined;
 }
+
+/**
+ * Bytes of held state the receiving worker placed in a relayed request's body (the items other
+ * workers hold, front-doors/responses/gather.ts), read on the private socket only: counted where
+ * the request is served with what it resolves there, as one worker counts them.
+ */
+export const PLACED_BYTES = 'x-toolproof-placed-bytes';
+
+/** The bytes of held state placed in this request's body, here or by the worker that relayed it. */
+export function placedBytes(request: FastifyRequest): number {
+  if (request.tpPlaced !== undefined) return request.tpPlaced;
+  if (!relayedHere(request)) return 0;
+  const n = Number(request.headers[PLACED_BYTES]);
+  return Number.isSafeInteger(n) && n > 0 ? n : 0;
+}

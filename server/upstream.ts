@@ -23,7 +23,7 @@ import {
   type PriorityClass,
   type Ticket,
 } from './admission.js';
-import { DecodeMeter } from './decode-meter.js';
+import { DecodeMeter, DecodePaces, type PaceOf } from './decode-meter.js';
 import type { KeyWaitTicket } from './key-waits.js';
 import { GroupGate, groupChannel } from './group-admission.js';
 import {
@@ -251,16 +251,24 @@ class ProbedExchange extends ExchangeHandler {
   private meter: DecodeMeter | undefined;
   /** Tokens charged so far. */
   private charged = 0;
+  /** When the request went out (performance.now()). */
+  private started = 0;
+  /** The exchange's abort signal: the client left (or the call was cancelled). */
+  private readonly aborted: AbortLike;
 
   constructor(
     private readonly probe: ConnectionProbe,
     private readonly charge: ((tokens: number) => void) | undefined,
+    /** Its owner's pace (an answer the client left, with no token counted, is charged its time). */
+    private readonly pace: PaceOf | undefined,
     ...args: ConstructorParameters<typeof ExchangeHandler>
   ) {
     super(...args);
+    this.aborted = args[0];
   }
 
   override onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.started = performance.now();
     this.probe.started();
     super.onRequestStart(controller);
   }
@@ -293,12 +301,21 @@ class ProbedExchange extends ExchangeHandler {
   override onResponseEnd(): void {
     this.probe.ended();
     // Before the slot goes back (super's settle): the next admission sees this request's cost.
-    if (this.meter !== undefined) this.chargeUpTo(this.meter.total());
+    if (this.meter !== undefined) {
+      const tokens = this.meter.total();
+      this.chargeUpTo(tokens);
+      this.pace?.learn(performance.now() - this.started, tokens);
+    }
     super.onResponseEnd();
   }
 
   override onResponseError(controller: Dispatcher.DispatchController | null, err: Error): void {
-    if (this.meter !== undefined) this.chargeUpTo(this.meter.total());
+    const tokens = this.meter?.total() ?? 0;
+    // The client left before any token was counted (a non-streamed answer's come at its end):
+    // charged the tokens the time it held the slot makes (DecodePace).
+    if (tokens === 0 && this.aborted.aborted && this.started > 0 && this.charge !== undefined)
+      this.chargeUpTo(this.pace?.tokensIn(performance.now() - this.started) ?? 0);
+    else this.chargeUpTo(tokens);
     super.onResponseError(controller, err);
   }
 
@@ -339,6 +356,8 @@ export class UpstreamClient {
   readonly idleMs: number;
   /** Admission per replica (one for a BalancedPool, which picks the replica itself). */
   private readonly gates: Gate[] = [];
+  /** How long its slots are held per token generated, its own and each owner's (decode-meter.ts). */
+  private readonly paces = new DecodePaces();
   private readonly origins: string[];
   /** The upstream runs vLLM's priority scheduling: requests carry their class's `priority`. */
   schedulingPriority = false;
@@ -497,6 +516,7 @@ export class UpstreamClient {
               : { headers, body: req.body ?? null }),
           },
           req.signal,
+          req.admission?.owner?.id,
         );
         // It reached the model: its later attempts finish on the configuration it started with.
         if (req.admission?.key !== undefined) req.admission.key.reached = true;
@@ -542,6 +562,8 @@ export class UpstreamClient {
     replica: number | undefined,
     opts: Dispatcher.DispatchOptions,
     signal: AbortLike,
+    /** Its admission owner's id (DecodePaces). */
+    owner?: string,
   ): Promise<UpstreamHead> {
     const set = this.set;
     return new Promise<UpstreamHead>((resolve, reject) => {
@@ -561,6 +583,7 @@ export class UpstreamClient {
       const handler = new ProbedExchange(
         probe,
         ticket?.charge === undefined ? undefined : (tokens) => ticket.charge?.(tokens),
+        ticket?.charge === undefined ? undefined : this.paces.of(owner),
         signal,
         resolve,
         (err) => {

@@ -45,7 +45,7 @@ import type { Metrics } from './metrics.js';
 import type { OpenStreams } from './open-streams.js';
 import { WORKER_MARK } from './group-admission.js';
 import { HOP_BY_HOP_HEADERS } from './hop-by-hop.js';
-import { markRelayed, RELAYED_FOR, relayedHere } from './relayed.js';
+import { markRelayed, PLACED_BYTES, RELAYED_FOR, relayedHere } from './relayed.js';
 import { REQUEST_ID_HEADER } from './request-id.js';
 
 /** The directory of the workers' private sockets, set by the primary in each worker it forks. */
@@ -310,6 +310,8 @@ export class WorkerRelay {
     if (body !== undefined) headers['content-length'] = String(body.byteLength);
     headers[REQUEST_ID_HEADER] = request.id;
     headers[RELAYED_FOR] = request.socket?.remoteAddress ?? '';
+    // Always this worker's word (a client's own header is replaced): what it placed in the body.
+    headers[PLACED_BYTES] = String(request.tpPlaced ?? 0);
     // Tracing on: the owner's server span is a child of this worker's, not its sibling under the
     // client's span (one trace read as two requests).
     const span = request.tpSpan;

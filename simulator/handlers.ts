@@ -265,6 +265,10 @@ function buildMeta(
     reasoningField:
       ctx.p.name === 'vllm' ? (ctx.options.reasoningField ?? 'reasoning_content') : 'reasoning_content',
     logprobs: body.logprobs === true ? (typeof body.top_logprobs === 'number' ? body.top_logprobs : 0) : null,
+    promptLogprobs:
+      typeof body.prompt_logprobs === 'number' && Number.isInteger(body.prompt_logprobs)
+        ? Math.min(Math.max(body.prompt_logprobs, 0), 20)
+        : null,
   };
 }
 

@@ -27,3 +27,22 @@ export function contentLogprobs(text: string, options: LogprobOptions) {
     })),
   };
 }
+
+/**
+ * vLLM's `prompt_logprobs` of a non-streamed chat completion (a sampling parameter it takes beside
+ * the OpenAI ones): null for the first prompt token, then for each other one a map from token ids
+ * (its own, ranked, and the `top` likeliest) to {logprob, rank, decoded_token}. vLLM writes it
+ * after `usage` (ChatCompletionResponse's field order, vllm/entrypoints/openai/protocol.py).
+ */
+export function promptLogprobs(tokens: number, top: number) {
+  const out: Array<Record<string, { logprob: number; rank: number; decoded_token: string }> | null> = [null];
+  for (let t = 1; t < tokens; t++) {
+    const at: Record<string, { logprob: number; rank: number; decoded_token: string }> = {};
+    for (let rank = 1; rank <= top + 1; rank++) {
+      const id = hashString(`prompt#${t}#${rank}`) % 32000;
+      at[String(id)] = { logprob: -(rank * 0.7 + (id % 1000) / 10000), rank, decoded_token: `t${id}` };
+    }
+    out.push(at);
+  }
+  return out;
+}

@@ -34,6 +34,8 @@ export interface ResponseMeta {
   reasoningField: 'reasoning_content' | 'reasoning';
   /** top_logprobs count when the request asked for logprobs, else null. */
   logprobs: number | null;
+  /** vLLM: the request's `prompt_logprobs` (top count), else null. */
+  promptLogprobs?: number | null;
 }
 
 export interface SimStats {

@@ -8,7 +8,7 @@ import { imageFetchError } from './image-fetch.js';
 import { strictHistoryProblem } from './history-checks.js';
 import type { Generation } from './generate.js';
 import { pyLiteral } from './leak-formats.js';
-import { contentLogprobs } from './logprobs.js';
+import { contentLogprobs, promptLogprobs } from './logprobs.js';
 import {
   jsonTypeName,
   type PersonalityImpl,
@@ -376,7 +376,8 @@ export const vllm: PersonalityImpl = {
       service_tier: null,
       system_fingerprint: null,
       usage: usage(meta),
-      prompt_logprobs: null,
+      prompt_logprobs:
+        meta.promptLogprobs == null ? null : promptLogprobs(meta.promptTokens, meta.promptLogprobs),
       prompt_token_ids: null,
       kv_transfer_params: null,
     };

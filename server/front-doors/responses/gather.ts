@@ -7,8 +7,9 @@
  * where their references stood, before the request is served. Bounded as references are with one
  * worker: the items placed, each time one is named, come to at most the body limit (a 413 past
  * it), with the body too when the request is relayed (the worker serving it reads it within its
- * body limit); a worker that does not answer within ASK_WAIT_MS leaves its references as they
- * are, so they become the note a missing item becomes.
+ * body limit), and where it is served with the items it resolves itself and the conversation it
+ * continues (request.tpPlaced, relayed.ts placedBytes); a worker that does not answer within
+ * ASK_WAIT_MS leaves its references as they are, so they become the note a missing item becomes.
  */
 import type { FastifyRequest } from 'fastify';
 import { isObject } from '../../../protocol/is-object.js';
@@ -82,20 +83,27 @@ export function gatherItems(state: AppState) {
     if (found.size === 0) return;
     // Each time an item is named it counts, as with one worker: a few bytes of references to one
     // large item never expand past the limit.
-    let bytes = target === undefined ? 0 : (request.rawBody?.byteLength ?? 0);
+    // Relayed, with the body too: the worker serving it reads it within its body limit.
+    const body0 = target === undefined ? 0 : (request.rawBody?.byteLength ?? 0);
+    let placedBytes = 0;
     const resolved = state.metrics.responsesItemReferences.labels('resolved');
     const input = body.input.map((item) => {
       const json =
         isObject(item) && item.type === 'item_reference' ? found.get(item.id as string) : undefined;
       if (json === undefined) return item;
-      bytes += json.length;
-      if (bytes > limit) throw tooLarge(limit);
+      placedBytes += json.length;
+      if (body0 + placedBytes > limit) throw tooLarge(limit);
       resolved.inc();
       return JSON.parse(json) as unknown;
     });
     const placed = { ...body, input };
     request.body = placed;
     if (target !== undefined) request.rawBody = Buffer.from(stringifyJson(placed, body));
+    // Where it is served (here, or told the worker it is relayed to: relayed.ts placedBytes), the
+    // door counts them with the references it resolves and the conversation it continues: they
+    // counted apart, each up to the limit (two items of 40 KB under a 64 KB limit, one on each
+    // worker, went upstream where one worker answers a 413).
+    request.tpPlaced = placedBytes;
   };
 }
 

@@ -26,6 +26,7 @@ import type {
 import type { AppState } from '../../app-state.js';
 import type { ChatCall } from '../../chat/context.js';
 import { stateId } from '../../worker-relay.js';
+import { placedBytes } from '../../relayed.js';
 import { isObject } from '../../../protocol/is-object.js';
 import { startTranslatedCall } from '../../chat/start.js';
 import { openAIErrorBody } from '../chat/errors.js';
@@ -240,13 +241,15 @@ export const responses: FrontDoor<'responses', ResponsesTurn> = {
           conversation !== undefined ? { conversation } : previous !== undefined ? { previous } : undefined;
         const history = named && continued(store, scope, named, state.metrics.responsesPrevious, limit);
         continues = history?.last;
-        if (history && history.bytes > limit) throw tooLarge(limit);
+        // With the items other workers hold, placed in it already (gather.ts).
+        const already = (history?.bytes ?? 0) + placedBytes(request);
+        if (already > limit) throw tooLarge(limit);
         const references = state.metrics.responsesItemReferences;
         const lookup = store.references(
           scope,
           limit,
           () => tooLarge(limit),
-          history?.bytes,
+          already,
           (found) => references.labels(found ? 'resolved' : 'missing').inc(),
         );
         return translateRequest(b, lookup, history?.items);

@@ -17,7 +17,11 @@ afterEach(async () => {
   await Promise.all(agents.splice(0).map((a) => a.close()));
 });
 
-const KEYS = { long: 'sk-long-answers-fair-0001', short: 'sk-short-answers-fair-001' };
+const KEYS = {
+  long: 'sk-long-answers-fair-0001',
+  short: 'sk-short-answers-fair-001',
+  warm: 'sk-warm-answers-fair-0001',
+};
 /** An 800-word answer: 800 streamed chunks, usage ~1,000 completion tokens. */
 const LONG_ANSWER = 'word '.repeat(800).trim();
 
@@ -30,6 +34,7 @@ function ask(
     holdMs?: number;
     stream?: boolean;
     n?: number;
+    promptLogprobs?: number;
     signal?: AbortSignal;
   },
 ) {
@@ -52,6 +57,7 @@ function ask(
       messages: [{ role: 'user', content: opts.name }],
       ...(opts.stream ? { stream: true } : {}),
       ...(opts.n ? { n: opts.n } : {}),
+      ...(opts.promptLogprobs !== undefined ? { prompt_logprobs: opts.promptLogprobs } : {}),
     }),
   }).then(
     async (res) => {
@@ -73,7 +79,12 @@ const upstreamOrder = (s: Stack): string[] =>
  * (short's) queue, one after another; then h's client leaves. l0 goes first (its owner had
  * nothing served), and what it generated decides what follows it.
  */
-async function longAnswerThenQueue(l0: { stream?: boolean; n?: number; say?: string }) {
+async function longAnswerThenQueue(l0: {
+  stream?: boolean;
+  n?: number;
+  say?: string;
+  promptLogprobs?: number;
+}) {
   stack = await startStack({
     file: {
       defaults: { forceToolUse: false },
@@ -122,6 +133,56 @@ describe('fair shares charge the tokens a request generates, not only its prompt
   it('n: 8 short answers cost eight times one (each choice generated)', async () => {
     // 8 choices of 100 words: ~1,000 tokens generated, as the long answer above.
     const order = await longAnswerThenQueue({ n: 8, say: 'word '.repeat(100).trim() });
+    expect(order, order.join(' ')).toEqual(FAIR);
+  }, 60_000);
+
+  it('a whole answer its client leaves before its end: charged the time it held the slot', async () => {
+    // A non-streamed answer's body (its usage) comes at its end: a key leaving each one just
+    // before it held the slot for it all and was charged its prompt alone.
+    stack = await startStack({
+      file: {
+        defaults: { forceToolUse: false },
+        admission: { concurrency: 1, queueTimeoutMs: 30_000 },
+        keys: [
+          { name: 'long', key: KEYS.long },
+          { name: 'short', key: KEYS.short },
+          { name: 'warm', key: KEYS.warm },
+        ],
+      },
+    });
+    const s = stack;
+    const queued = () => s.app.toolproof.upstreams.all()[0]!.admissionLoad()[0]!.queued;
+    // The upstream's pace, learnt from an answer read whole (another key's: no share moved).
+    expect((await ask(s.origin, { key: KEYS.warm, name: 'w', say: LONG_ANSWER, holdMs: 300 })).status).toBe(
+      200,
+    );
+    const all = [ask(s.origin, { key: KEYS.short, name: 'h', holdMs: 3_000 })];
+    await waitFor(() => s.sim.requests.length === 2, 20_000);
+    const left = new AbortController();
+    for (const [i, opts] of [
+      { key: KEYS.long, name: 'l0', holdMs: 60_000, signal: left.signal },
+      { key: KEYS.long, name: 'l1' },
+      { key: KEYS.short, name: 's1' },
+      { key: KEYS.short, name: 's2' },
+      { key: KEYS.short, name: 's3' },
+    ].entries()) {
+      all.push(ask(s.origin, opts));
+      await waitFor(() => queued() === i + 1, 20_000);
+    }
+    // l0 holds the slot about as long as w's whole answer took, and its client leaves.
+    await waitFor(() => s.sim.requests.length === 3, 20_000);
+    await new Promise((r) => setTimeout(r, 600));
+    left.abort();
+    await Promise.all(all);
+    const order = upstreamOrder(s);
+    // Charged nothing, long's l1 went before short's queued turns: w h l0 l1 s1 s2 s3.
+    expect(order, order.join(' ')).toEqual(['w', ...FAIR]);
+  }, 60_000);
+
+  it("a long answer read whole with vLLM's prompt_logprobs, which vLLM writes after its usage", async () => {
+    // The body's last 2 KiB were prompt_logprobs (the client's to ask for): no usage read, the
+    // long answer charged nothing and long's l1 went before short's queued turns.
+    const order = await longAnswerThenQueue({ promptLogprobs: 5 });
     expect(order, order.join(' ')).toEqual(FAIR);
   }, 60_000);
 });
