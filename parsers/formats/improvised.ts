@@ -42,6 +42,15 @@ const FENCE_LANGS = new Set([
 ]);
 
 /**
+ * A call fence on one line whose body is code, not JSON (recall26): its label, then a blank and
+ * the body, or the body glued to the label where it opens with Gemini's own namespace, which no
+ * label word continues into: ```` ```tool_codeprint(default_api.Greetings())``` ```` (gemini-2.0-flash
+ * in AutoGen, microsoft/autogen#6505, the fence's line breaks lost). The body is then read like any
+ * other (a declared tool whose arguments fit).
+ */
+const CODE_ONE_LINE = /^(tool_code|python)(?:[ \t]+(?=[A-Za-z_])|(?=print\(default_api\.|default_api\.))/;
+
+/**
  * The bodies of the code fences filling the text, one after the other, joined by line breaks
  * (each fence one value of the sequence the reader reads: several calls fenced one by one, as
  * Gemma 3 writes parallel calls); null when the text is not exactly such a run. Every fence has
@@ -69,11 +78,13 @@ function fenceBody(t: string): string | null {
     if (line >= 0 && (nl < 0 || line < nl)) {
       // the whole fence on one line, its body a JSON value after the label and a blank:
       // ```json {"name": …} ``` (nicoalbanese/ai-sdk-fundamentals#4, Deepseek-Coder-v2)
-      const one = /^([A-Za-z_]*)[ \t]*(?=[{[])/.exec(t.slice(i + 3, line));
+      const inner = t.slice(i + 3, line);
+      const json = /^([A-Za-z_]*)[ \t]*(?=[{[])/.exec(inner);
+      const one = json ?? CODE_ONE_LINE.exec(inner);
       const l = (one?.[1] ?? '').toLowerCase();
       if (
         !one ||
-        (one[1] !== '' && one[0] === one[1]) ||
+        (json !== null && one[1] !== '' && one[0] === one[1]) ||
         !FENCE_LANGS.has(l) ||
         (lang !== null && l !== lang)
       )
