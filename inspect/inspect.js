@@ -837,6 +837,55 @@ function textPanel(title, r, raw, shown, markLabel, inFlight, partial, callClass
     r.calls.length ? el('h3', {}, callClass ? `tool calls (${markLabel})` : 'tool calls') : null,
     callsOf(r.calls, callClass),
     r.error ? el('p', { class: 'error' }, `error: ${r.error}`) : null,
+    finishLine(r),
+  );
+}
+
+/** How an answer ended (the API's `finish`): the body's own reasons, else who ended it. */
+const FINISH_WORDS = {
+  client_closed: 'the client left: cancelled',
+  early_stop: 'cut off by toolproof',
+  error: 'failed before the end',
+};
+function finishLine(r) {
+  if (!r.finish?.length) return null;
+  return el(
+    'p',
+    { class: 'finish' },
+    'finish ',
+    r.finish.flatMap((f, i) => [
+      i > 0 ? ', ' : '',
+      el(
+        'b',
+        { title: FINISH_WORDS[f] ?? 'as the body says' },
+        FINISH_WORDS[f] ? `${f} (${FINISH_WORDS[f]})` : f,
+      ),
+    ]),
+  );
+}
+
+/** An attempt's trace and span ids, each with a button that copies it (the API's `traces`). */
+function traceIds(t) {
+  if (!t) return null;
+  const id = (label, cls, value) => [
+    `${label} `,
+    el('code', { class: cls }, value),
+    el(
+      'button',
+      {
+        type: 'button',
+        class: 'copy-id',
+        'aria-label': `copy ${label} id`,
+        onclick: (e) => copy(value, e.target),
+      },
+      'copy',
+    ),
+  ];
+  return el(
+    'span',
+    { class: 'trace' },
+    ...id('trace', 'trace-id', t.traceId),
+    ...(t.spanId ? [' ', ...id('span', 'span-id', t.spanId)] : []),
   );
 }
 
@@ -1221,6 +1270,10 @@ async function showRequest(id, refresh) {
         el('a', { href: `#/s/${encodeURIComponent(r.session)}` }, shortSession(r.session)),
       ),
       el('span', {}, 'worker ', el('b', {}, String(r.worker))),
+      // The trace its attempts are in (one for all): the reader's way into their traces.
+      v.traces?.find((t) => t)
+        ? el('span', { id: 'request-trace' }, traceIds({ traceId: v.traces.find((t) => t).traceId }))
+        : null,
       r.kinds.length > 1 ? el('span', {}, 'also ', r.kinds.slice(1).map(badge)) : null,
       exportLink(`/requests/${encodeURIComponent(r.id)}/export`, 'this request'),
     ),
@@ -1309,6 +1362,7 @@ async function showRequest(id, refresh) {
           el('span', {}, 'total ', el('b', {}, dur(a.totalMs))),
           a.stream ? el('span', {}, 'events ', el('b', {}, String(a.events))) : null,
           btn,
+          traceIds(v.traces?.[i]),
         ),
         a.error
           ? el(
