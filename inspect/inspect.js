@@ -149,11 +149,22 @@ const UNREPORTED = 'not reported by the upstream';
  */
 const whyUnreported = (r) =>
   r.status === 'aborted' ? 'the client left before the upstream reported them' : UNREPORTED;
+/**
+ * One count of a finished request the upstream left out while it reported others: vLLM reports no
+ * cached tokens without --enable-prompt-tokens-details. Read '?' (unknown), as a request whose
+ * tokens are all unknown reads; '–' is a request in flight only.
+ */
+const CACHED_UNREPORTED =
+  'not reported by the upstream (vLLM reports cached tokens with --enable-prompt-tokens-details)';
+const countUnreported = (r, n) => n === null && !r.inFlight && r.attempts > 0;
+const tokOf = (r, n) => (countUnreported(r, n) ? '?' : tok(n));
 /** A cell of a request's token count: '?' when the upstream did not report it. */
 const tokCell = (r, n) =>
   unreported(r)
     ? el('td', { class: 'num', title: whyUnreported(r) }, '?')
-    : el('td', { class: 'num' }, tok(n));
+    : countUnreported(r, n)
+      ? el('td', { class: 'num', title: CACHED_UNREPORTED }, '?')
+      : el('td', { class: 'num' }, tok(n));
 const badge = (o) => el('span', { class: `badge o-${o}`, 'data-outcome': o }, o.replace('_', ' '));
 /** Every kind of a request, the outcome first (a retried request whose call leaked is both). */
 const badges = (r) => (r.kinds?.length ? r.kinds : [r.outcome]).map(badge);
@@ -1260,7 +1271,7 @@ async function showRequest(id, refresh) {
           {},
           unreported(r)
             ? `unknown (${whyUnreported(r)})`
-            : `${tok(r.tokens.cached)} cached / ${tok(r.tokens.prompt)} prompt / ${tok(r.tokens.completion)} completion`,
+            : `${tokOf(r, r.tokens.cached)} cached / ${tokOf(r, r.tokens.prompt)} prompt / ${tokOf(r, r.tokens.completion)} completion`,
         ),
       ),
       el(
@@ -1560,7 +1571,9 @@ async function showSession(key, refresh) {
   // The session's first turns gone from the capture (a long agent session in a full ring): said
   // above its turns, which are then not its first ones.
   const earlier = data.turns[0]?.prefix?.earlier;
-  main.replaceChildren(
+  // Not main.replaceChildren(..., null): the DOM writes a null child as the text "null" under the
+  // heading (el() skips it; the DOM's own methods do not).
+  const view = [
     el('h1', {}, 'Session'),
     earlier
       ? el(
@@ -1632,12 +1645,22 @@ async function showSession(key, refresh) {
               // Unknown tokens read '?' as in the list (the why in its title); '–' is in flight.
               unreported(s)
                 ? el('td', { class: 'num', title: whyUnreported(s) }, '? / ?')
-                : el('td', { class: 'num' }, `${tok(s.tokens.cached)} / ${tok(s.tokens.prompt)}`),
+                : el(
+                    'td',
+                    {
+                      class: 'num',
+                      ...(countUnreported(s, s.tokens.cached) ? { title: CACHED_UNREPORTED } : {}),
+                    },
+                    `${tokOf(s, s.tokens.cached)} / ${tokOf(s, s.tokens.prompt)}`,
+                  ),
               el(
                 'td',
                 { class: broken ? 'ratio broken' : 'ratio' },
                 ratio === null
-                  ? '–'
+                  ? // Unknown once the turn ended (the upstream reported no cached tokens), '–' in flight.
+                    s.inFlight || s.attempts === 0
+                    ? '–'
+                    : el('span', { title: s.tokens.cached === null ? CACHED_UNREPORTED : UNREPORTED }, '?')
                   : [
                       // A turn whose prompt changed shows its bar in the error colour: the drop
                       // next to it is the broken cache.
@@ -1680,7 +1703,8 @@ async function showSession(key, refresh) {
         ),
       ),
     ),
-  );
+  ];
+  main.replaceChildren(...view.filter((node) => node !== null));
   if (restore) restore();
   else {
     focusView();

@@ -99,7 +99,10 @@ export function reassemble(text: string): Reassembled {
   for (const p of payloads) {
     const e = obj(p);
     if (!e) continue;
-    if (e.error !== undefined && !Array.isArray(e.choices)) {
+    // `error: null` is no error: a Responses answer carries the field whole (OpenAI's shape), and
+    // a non-streamed one read as "error: null", its text lost (its chain split into one session
+    // per turn: runs.ts marks a run by that text).
+    if (e.error !== undefined && e.error !== null && !Array.isArray(e.choices)) {
       const err = obj(e.error);
       out.error = err ? str(err.message) || jsonOf(err) : String(e.error);
       continue;
