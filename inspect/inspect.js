@@ -96,11 +96,22 @@ function el(tag, attrs, ...children) {
  */
 const polled = new Map();
 
+/**
+ * The server's clock less the reader's, in ms, from the last answer's Date header (a second's
+ * resolution): a request's `at` is on the server's clock, which the reader's may not keep.
+ */
+let skew = 0;
+function serverClock(res) {
+  const date = Date.parse(res.headers.get('date') ?? '');
+  if (Number.isFinite(date)) skew = date + 500 - Date.now();
+}
+
 async function getJson(path, poll = false) {
   const held = poll ? polled.get(path) : undefined;
   const headers = { accept: 'application/json' };
   if (held) headers['if-none-match'] = held.etag;
   const res = await fetch(API + path, { headers, cache: 'no-store' });
+  serverClock(res);
   if (res.status === 304 && held) return held.data;
   if (!res.ok) {
     // The API's error says what happened in its message: shown as that, not as the JSON around it.
@@ -462,6 +473,7 @@ function showList(params) {
         renderPager(pager, data, q, before);
       }
       renderDropped(dropped, data.droppedForOthers);
+      tickRunning();
       const older = data.older ? ` · ${data.older} older` : '';
       setState(
         `${count(data.requests.length, 'request')}${before ? ` before ${time(Number(before))}` : ''}${older} · ${count(data.workers, 'worker')}${data.partial ? ' (this worker only)' : ''}${data.capture ? '' : ' · capture is off'}`,
@@ -563,6 +575,19 @@ function renderRows(body, data, filtered) {
 /** Each list body's rows by request id, with the summary each was made from. */
 const rowCache = new WeakMap();
 
+/**
+ * How long a request has taken: its duration once it ended; in flight, how long it has run so
+ * far by the server's clock (the answers' Date header), in whole seconds, as that clock reads.
+ */
+const took = (r) => (r.inFlight ? soFar(r.at) : dur(r.durationMs));
+const soFar = (at) => `${Math.max(0, Math.floor((Date.now() + skew - at) / 1000))} s so far`;
+/** A duration that runs (`data-since`: its request's `at`), for tickRunning to keep current. */
+const tookEl = (tag, attrs, r) => el(tag, r.inFlight ? { ...attrs, 'data-since': r.at } : attrs, took(r));
+/** Every running duration shown, read again: each list refresh, a 304 (nothing new) included. */
+function tickRunning() {
+  for (const e of main.querySelectorAll('[data-since]')) e.textContent = soFar(Number(e.dataset.since));
+}
+
 /** One request's row of the list. */
 function requestRow(r) {
   return el(
@@ -591,7 +616,7 @@ function requestRow(r) {
     tokCell(r, r.tokens.cached),
     tokCell(r, r.tokens.prompt),
     tokCell(r, r.tokens.completion),
-    el('td', { class: 'num' }, dur(r.durationMs)),
+    tookEl('td', { class: 'num' }, r),
   );
 }
 
@@ -1260,7 +1285,7 @@ async function showRequest(id, refresh) {
       el('span', {}, 'id ', el('b', { id: 'request-id' }, r.id)),
       el('span', {}, 'at ', el('b', {}, time(r.at))),
       el('span', {}, 'status ', el('b', {}, r.inFlight ? '…' : String(r.status ?? '–'))),
-      el('span', {}, 'duration ', el('b', {}, dur(r.durationMs))),
+      el('span', {}, 'duration ', tookEl('b', { id: 'duration' }, r)),
       el('span', {}, 'attempts ', el('b', {}, String(r.attempts))),
       el(
         'span',

@@ -9,6 +9,9 @@
  *   marked by that text: capture/runs.ts).
  * - vLLM reports no cached tokens without --enable-prompt-tokens-details: a finished request's
  *   cached count and a session turn's cached ratio read '–', the page's mark for "in flight".
+ * - A request in flight read '…' for its duration, in the list and on its page: a request stuck
+ *   for minutes looked like one that had just begun. It now says how long it has run so far, by
+ *   the server's clock (its answers' Date header), counted on at each poll (a 304 included).
  */
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -107,5 +110,39 @@ describe.skipIf(!chromiumAvailable)('a real session in the page', () => {
     expect(cached.every((c) => c === '?')).toBe(true);
     const title = await page.locator('tbody tr[data-id] td:nth-child(8)').first().getAttribute('title');
     expect(title).toContain('--enable-prompt-tokens-details');
+  });
+
+  // Last: its request (the client leaves) would be listed among the others'.
+  it('a request in flight says how long it has run so far, in the list and on its page', async () => {
+    const ac = new AbortController();
+    const res = await fetch(`${stack.url}/chat/completions`, {
+      method: 'POST',
+      signal: ac.signal,
+      headers: json({ say: 'slow '.repeat(400), chunkDelayMs: 50 }),
+      body: JSON.stringify({
+        model: 'sim',
+        messages: [{ role: 'user', content: 'a slow one' }],
+        stream: true,
+      }),
+    });
+    const reader = res.body!.getReader();
+    await reader.read();
+    try {
+      const id = res.headers.get('x-request-id')!;
+      await page.goto(`${stack.origin}/inspect#/`);
+      const row = page.locator(`tbody tr[data-id="${id}"]`);
+      await expect.poll(() => row.locator('td').last().textContent()).toMatch(/^\d+ s so far$/);
+      // It runs on: later polls (304s: nothing new in the list) say more.
+      await expect
+        .poll(async () => Number.parseInt((await row.locator('td').last().textContent()) ?? '', 10), {
+          timeout: 8000,
+        })
+        .toBeGreaterThanOrEqual(2);
+      await page.goto(`${stack.origin}/inspect#/r/${encodeURIComponent(id)}`);
+      await expect.poll(() => page.locator('#duration').textContent()).toMatch(/^\d+ s so far$/);
+    } finally {
+      ac.abort();
+      await reader.read().catch(() => undefined);
+    }
   });
 });
