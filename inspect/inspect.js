@@ -96,11 +96,22 @@ function el(tag, attrs, ...children) {
  */
 const polled = new Map();
 
+/**
+ * The server's clock less the reader's, in ms, from the last answer's Date header (a second's
+ * resolution): a request's `at` is on the server's clock, which the reader's may not keep.
+ */
+let skew = 0;
+function serverClock(res) {
+  const date = Date.parse(res.headers.get('date') ?? '');
+  if (Number.isFinite(date)) skew = date + 500 - Date.now();
+}
+
 async function getJson(path, poll = false) {
   const held = poll ? polled.get(path) : undefined;
   const headers = { accept: 'application/json' };
   if (held) headers['if-none-match'] = held.etag;
   const res = await fetch(API + path, { headers, cache: 'no-store' });
+  serverClock(res);
   if (res.status === 304 && held) return held.data;
   if (!res.ok) {
     // The API's error says what happened in its message: shown as that, not as the JSON around it.
@@ -149,11 +160,22 @@ const UNREPORTED = 'not reported by the upstream';
  */
 const whyUnreported = (r) =>
   r.status === 'aborted' ? 'the client left before the upstream reported them' : UNREPORTED;
+/**
+ * One count of a finished request the upstream left out while it reported others: vLLM reports no
+ * cached tokens without --enable-prompt-tokens-details. Read '?' (unknown), as a request whose
+ * tokens are all unknown reads; '–' is a request in flight only.
+ */
+const CACHED_UNREPORTED =
+  'not reported by the upstream (vLLM reports cached tokens with --enable-prompt-tokens-details)';
+const countUnreported = (r, n) => n === null && !r.inFlight && r.attempts > 0;
+const tokOf = (r, n) => (countUnreported(r, n) ? '?' : tok(n));
 /** A cell of a request's token count: '?' when the upstream did not report it. */
 const tokCell = (r, n) =>
   unreported(r)
     ? el('td', { class: 'num', title: whyUnreported(r) }, '?')
-    : el('td', { class: 'num' }, tok(n));
+    : countUnreported(r, n)
+      ? el('td', { class: 'num', title: CACHED_UNREPORTED }, '?')
+      : el('td', { class: 'num' }, tok(n));
 const badge = (o) => el('span', { class: `badge o-${o}`, 'data-outcome': o }, o.replace('_', ' '));
 /** Every kind of a request, the outcome first (a retried request whose call leaked is both). */
 const badges = (r) => (r.kinds?.length ? r.kinds : [r.outcome]).map(badge);
@@ -451,6 +473,7 @@ function showList(params) {
         renderPager(pager, data, q, before);
       }
       renderDropped(dropped, data.droppedForOthers);
+      tickRunning();
       const older = data.older ? ` · ${data.older} older` : '';
       setState(
         `${count(data.requests.length, 'request')}${before ? ` before ${time(Number(before))}` : ''}${older} · ${count(data.workers, 'worker')}${data.partial ? ' (this worker only)' : ''}${data.capture ? '' : ' · capture is off'}`,
@@ -552,6 +575,19 @@ function renderRows(body, data, filtered) {
 /** Each list body's rows by request id, with the summary each was made from. */
 const rowCache = new WeakMap();
 
+/**
+ * How long a request has taken: its duration once it ended; in flight, how long it has run so
+ * far by the server's clock (the answers' Date header), in whole seconds, as that clock reads.
+ */
+const took = (r) => (r.inFlight ? soFar(r.at) : dur(r.durationMs));
+const soFar = (at) => `${Math.max(0, Math.floor((Date.now() + skew - at) / 1000))} s so far`;
+/** A duration that runs (`data-since`: its request's `at`), for tickRunning to keep current. */
+const tookEl = (tag, attrs, r) => el(tag, r.inFlight ? { ...attrs, 'data-since': r.at } : attrs, took(r));
+/** Every running duration shown, read again: each list refresh, a 304 (nothing new) included. */
+function tickRunning() {
+  for (const e of main.querySelectorAll('[data-since]')) e.textContent = soFar(Number(e.dataset.since));
+}
+
 /** One request's row of the list. */
 function requestRow(r) {
   return el(
@@ -580,7 +616,7 @@ function requestRow(r) {
     tokCell(r, r.tokens.cached),
     tokCell(r, r.tokens.prompt),
     tokCell(r, r.tokens.completion),
-    el('td', { class: 'num' }, dur(r.durationMs)),
+    tookEl('td', { class: 'num' }, r),
   );
 }
 
@@ -837,6 +873,55 @@ function textPanel(title, r, raw, shown, markLabel, inFlight, partial, callClass
     r.calls.length ? el('h3', {}, callClass ? `tool calls (${markLabel})` : 'tool calls') : null,
     callsOf(r.calls, callClass),
     r.error ? el('p', { class: 'error' }, `error: ${r.error}`) : null,
+    finishLine(r),
+  );
+}
+
+/** How an answer ended (the API's `finish`): the body's own reasons, else who ended it. */
+const FINISH_WORDS = {
+  client_closed: 'the client left: cancelled',
+  early_stop: 'cut off by toolproof',
+  error: 'failed before the end',
+};
+function finishLine(r) {
+  if (!r.finish?.length) return null;
+  return el(
+    'p',
+    { class: 'finish' },
+    'finish ',
+    r.finish.flatMap((f, i) => [
+      i > 0 ? ', ' : '',
+      el(
+        'b',
+        { title: FINISH_WORDS[f] ?? 'as the body says' },
+        FINISH_WORDS[f] ? `${f} (${FINISH_WORDS[f]})` : f,
+      ),
+    ]),
+  );
+}
+
+/** An attempt's trace and span ids, each with a button that copies it (the API's `traces`). */
+function traceIds(t) {
+  if (!t) return null;
+  const id = (label, cls, value) => [
+    `${label} `,
+    el('code', { class: cls }, value),
+    el(
+      'button',
+      {
+        type: 'button',
+        class: 'copy-id',
+        'aria-label': `copy ${label} id`,
+        onclick: (e) => copy(value, e.target),
+      },
+      'copy',
+    ),
+  ];
+  return el(
+    'span',
+    { class: 'trace' },
+    ...id('trace', 'trace-id', t.traceId),
+    ...(t.spanId ? [' ', ...id('span', 'span-id', t.spanId)] : []),
   );
 }
 
@@ -1200,7 +1285,7 @@ async function showRequest(id, refresh) {
       el('span', {}, 'id ', el('b', { id: 'request-id' }, r.id)),
       el('span', {}, 'at ', el('b', {}, time(r.at))),
       el('span', {}, 'status ', el('b', {}, r.inFlight ? '…' : String(r.status ?? '–'))),
-      el('span', {}, 'duration ', el('b', {}, dur(r.durationMs))),
+      el('span', {}, 'duration ', tookEl('b', { id: 'duration' }, r)),
       el('span', {}, 'attempts ', el('b', {}, String(r.attempts))),
       el(
         'span',
@@ -1211,7 +1296,7 @@ async function showRequest(id, refresh) {
           {},
           unreported(r)
             ? `unknown (${whyUnreported(r)})`
-            : `${tok(r.tokens.cached)} cached / ${tok(r.tokens.prompt)} prompt / ${tok(r.tokens.completion)} completion`,
+            : `${tokOf(r, r.tokens.cached)} cached / ${tokOf(r, r.tokens.prompt)} prompt / ${tokOf(r, r.tokens.completion)} completion`,
         ),
       ),
       el(
@@ -1221,6 +1306,10 @@ async function showRequest(id, refresh) {
         el('a', { href: `#/s/${encodeURIComponent(r.session)}` }, shortSession(r.session)),
       ),
       el('span', {}, 'worker ', el('b', {}, String(r.worker))),
+      // The trace its attempts are in (one for all): the reader's way into their traces.
+      v.traces?.find((t) => t)
+        ? el('span', { id: 'request-trace' }, traceIds({ traceId: v.traces.find((t) => t).traceId }))
+        : null,
       r.kinds.length > 1 ? el('span', {}, 'also ', r.kinds.slice(1).map(badge)) : null,
       exportLink(`/requests/${encodeURIComponent(r.id)}/export`, 'this request'),
     ),
@@ -1309,6 +1398,7 @@ async function showRequest(id, refresh) {
           el('span', {}, 'total ', el('b', {}, dur(a.totalMs))),
           a.stream ? el('span', {}, 'events ', el('b', {}, String(a.events))) : null,
           btn,
+          traceIds(v.traces?.[i]),
         ),
         a.error
           ? el(
@@ -1506,7 +1596,9 @@ async function showSession(key, refresh) {
   // The session's first turns gone from the capture (a long agent session in a full ring): said
   // above its turns, which are then not its first ones.
   const earlier = data.turns[0]?.prefix?.earlier;
-  main.replaceChildren(
+  // Not main.replaceChildren(..., null): the DOM writes a null child as the text "null" under the
+  // heading (el() skips it; the DOM's own methods do not).
+  const view = [
     el('h1', {}, 'Session'),
     earlier
       ? el(
@@ -1578,12 +1670,22 @@ async function showSession(key, refresh) {
               // Unknown tokens read '?' as in the list (the why in its title); '–' is in flight.
               unreported(s)
                 ? el('td', { class: 'num', title: whyUnreported(s) }, '? / ?')
-                : el('td', { class: 'num' }, `${tok(s.tokens.cached)} / ${tok(s.tokens.prompt)}`),
+                : el(
+                    'td',
+                    {
+                      class: 'num',
+                      ...(countUnreported(s, s.tokens.cached) ? { title: CACHED_UNREPORTED } : {}),
+                    },
+                    `${tokOf(s, s.tokens.cached)} / ${tokOf(s, s.tokens.prompt)}`,
+                  ),
               el(
                 'td',
                 { class: broken ? 'ratio broken' : 'ratio' },
                 ratio === null
-                  ? '–'
+                  ? // Unknown once the turn ended (the upstream reported no cached tokens), '–' in flight.
+                    s.inFlight || s.attempts === 0
+                    ? '–'
+                    : el('span', { title: s.tokens.cached === null ? CACHED_UNREPORTED : UNREPORTED }, '?')
                   : [
                       // A turn whose prompt changed shows its bar in the error colour: the drop
                       // next to it is the broken cache.
@@ -1626,7 +1728,8 @@ async function showSession(key, refresh) {
         ),
       ),
     ),
-  );
+  ];
+  main.replaceChildren(...view.filter((node) => node !== null));
   if (restore) restore();
   else {
     focusView();

@@ -2,6 +2,7 @@
  * The `keys` section of the YAML: client API keys with a name and limits (docs/operations.md).
  * Schema and types only; server/config.ts validates and freezes them, server/keys.ts enforces.
  */
+import { createHash } from 'node:crypto';
 import { PRIORITY_CLASSES, type PriorityClass } from './admission.js';
 
 export interface ApiKeyEntry {
@@ -37,6 +38,20 @@ export interface ApiKeyEntry {
    * TOOLPROOF_API_KEYS_INSPECT: `own` beside named keys, `all` alone, unless it says.
    */
   readonly inspect?: 'own' | 'all';
+  /**
+   * A flat key's own token (flatKeyToken): the flat keys all carry one name, and the capture keeps
+   * this beside it, so that the inspector reads a record's Responses store as its own key's
+   * (routes/inspect-diff.ts). Not a secret's stand-in: the inspector's answers never carry it.
+   */
+  readonly token?: string;
+}
+
+/**
+ * A flat key's token: a digest of the key, the same in every worker and across reloads (a
+ * position in the list would name another key once the list changed), made once at start-up.
+ */
+export function flatKeyToken(key: string): string {
+  return createHash('sha256').update(`toolproof flat key\0${key}`).digest('base64url').slice(0, 22);
 }
 
 /** The name flat keys (TOOLPROOF_API_KEYS, server.apiKeys) carry. */

@@ -16,7 +16,7 @@ import {
   PRIORITY_CLASSES,
   type PriorityClass,
 } from './admission.js';
-import { type ApiKeyEntry, frozenKey, keysSchema, UNNAMED_KEY } from './config-keys.js';
+import { type ApiKeyEntry, flatKeyToken, frozenKey, keysSchema, UNNAMED_KEY } from './config-keys.js';
 import { DEFAULT_STREAM_KEEPALIVE_MS } from './keep-alive.js';
 import { type TracingSettings, TracingSettingsError, tracingSettings } from './tracing/settings.js';
 import { policySettingsSchema } from '../policies/registry.js';
@@ -729,7 +729,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, fileOverride?: 
     file.server?.apiKeysInspect ||
     (keys.length > 0 ? 'own' : 'all');
   for (const key of flatKeys)
-    if (!secrets.has(key)) keys.push(Object.freeze({ name: UNNAMED_KEY, key, inspect: flatInspect }));
+    if (!secrets.has(key))
+      keys.push(Object.freeze({ name: UNNAMED_KEY, key, inspect: flatInspect, token: flatKeyToken(key) }));
   const captureMb = envNumber(env, 'TOOLPROOF_CAPTURE_MB') ?? file.server?.captureMb ?? DEFAULT_CAPTURE_MB;
   if (captureMb < 0 || captureMb > 65536)
     throw new ConfigError(`TOOLPROOF_CAPTURE_MB must be from 0 to 65536, got ${captureMb}`);

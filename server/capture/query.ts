@@ -195,13 +195,36 @@ function withSoFar(snapshot: CaptureRecord, r: CaptureRecord): CaptureRecord {
 }
 
 function viewOf(record: CaptureRecord): RequestView {
+  const clientReceived = reassemble(record.clientResponse.body.text);
+  // The client got no end when it left first: said, as the attempt it cancelled says it.
+  if (clientReceived.finish.length === 0 && record.status === 'aborted')
+    clientReceived.finish = [CLIENT_CLOSED];
   return {
     record,
-    modelWrote: record.upstreamAttempts.map((a) => reassemble(a.response.text)),
-    clientReceived: reassemble(record.clientResponse.body.text),
+    modelWrote: record.upstreamAttempts.map((a) => endedBy(record, a, reassemble(a.response.text))),
+    clientReceived,
     curl: record.upstreamAttempts.map((a) => curlOf(record, a)),
     attemptChoice: attemptChoices(record),
   };
+}
+
+/**
+ * An attempt's finish reasons when the upstream's response named none (docs/inspect.md): who
+ * ended it, in the words its span's gen_ai.response.finish_reasons uses (server/tracing/sdk.ts).
+ * The client left and toolproof cancelled it; toolproof cut it off itself (its `early-stop`
+ * decision); it failed after its response opened (a 2xx then a cut, an error event, a stall).
+ * Read when the record is read: nothing of it is kept per request.
+ */
+const CLIENT_CLOSED = 'client_closed';
+function endedBy(record: CaptureRecord, a: CapturedAttempt, wrote: Reassembled): Reassembled {
+  if (wrote.finish.length > 0) return wrote;
+  const code = a.error?.code;
+  if (code === 'TP_ERR_CLIENT_CLOSED') wrote.finish = [CLIENT_CLOSED];
+  else if (record.decisions.some((d) => d.kind === 'early-stop' && d.attempt === a.n))
+    wrote.finish = ['early_stop'];
+  else if (code !== undefined && typeof a.status === 'number' && a.status >= 200 && a.status < 300)
+    wrote.finish = ['error'];
+  return wrote;
 }
 
 /**
@@ -268,6 +291,31 @@ function attemptUrl(upstream: string, replica: string | undefined): { url: strin
         note: `# One of ${urls.length} replicas answered (which one was not recorded): this is the first.`,
       }
     : { url };
+}
+
+/** An attempt's place in the user's traces: its trace and its own (CLIENT) span. */
+export interface AttemptTrace {
+  traceId: string;
+  spanId: string;
+}
+
+const TRACEPARENT = /^[0-9a-f]{2}-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
+
+/**
+ * Per attempt, its trace and span ids (docs/inspect.md), read from the `traceparent` it was sent
+ * with: with tracing on, a sampled attempt's names its own span (server/tracing/sdk.ts), so the
+ * ids cost the request nothing (its headers are kept anyway). Null for an attempt the sampler
+ * left out (flags 00: no span), one whose headers were not kept, and every attempt when tracing
+ * is off (`tracing` false: the header then is the client's own, forwarded, naming no span of
+ * toolproof's).
+ */
+export function attemptTraces(record: CaptureRecord, tracing: boolean): Array<AttemptTrace | null> {
+  return record.upstreamAttempts.map((a) => {
+    if (!tracing) return null;
+    const m = TRACEPARENT.exec(headerObject(a.headers)?.traceparent ?? '');
+    // Bit 0 of the flags: sampled. toolproof writes 01 for a span it made, 00 for none.
+    return m && (Number.parseInt(m[3]!, 16) & 1) === 1 ? { traceId: m[1]!, spanId: m[2]! } : null;
+  });
 }
 
 /** Headers as kept (a HeaderText in this process, an object from another worker's JSON). */

@@ -14,6 +14,13 @@ export interface Reassembled {
   /** Whether the body was a stream of events. */
   stream: boolean;
   /**
+   * How the answer ended, as the body says: each chat choice's `finish_reason` (in its order), a
+   * Responses answer's `status` (`incomplete`: its `incomplete_details.reason`), a Messages
+   * answer's `stop_reason`. Empty when the body names none (a stream cut, or still coming); the
+   * view (query.ts) then says who ended it.
+   */
+  finish: string[];
+  /**
    * A chat body of more than one choice (`n` > 1): each choice read back on its own, by its
    * index (the fields above run them all together).
    */
@@ -67,7 +74,7 @@ function jsonOf(v: unknown): string {
 
 export function reassemble(text: string): Reassembled {
   const { payloads, stream } = payloadsOf(text);
-  const out: Reassembled = { content: '', reasoning: '', calls: [], stream };
+  const out: Reassembled = { content: '', reasoning: '', calls: [], stream, finish: [] };
   /** Calls by their index in the stream (chat: tool_calls[].index; others: output or block index). */
   const byIndex = new Map<string, { name: string; arguments: string }>();
   const callAt = (key: string, name?: string) => {
@@ -84,7 +91,7 @@ export function reassemble(text: string): Reassembled {
   const choiceAt = (index: number): Reassembled => {
     let c = byChoice.get(index);
     if (!c) {
-      c = { content: '', reasoning: '', calls: [], stream };
+      c = { content: '', reasoning: '', calls: [], stream, finish: [] };
       byChoice.set(index, c);
     }
     return c;
@@ -92,7 +99,10 @@ export function reassemble(text: string): Reassembled {
   for (const p of payloads) {
     const e = obj(p);
     if (!e) continue;
-    if (e.error !== undefined && !Array.isArray(e.choices)) {
+    // `error: null` is no error: a Responses answer carries the field whole (OpenAI's shape), and
+    // a non-streamed one read as "error: null", its text lost (its chain split into one session
+    // per turn: runs.ts marks a run by that text).
+    if (e.error !== undefined && e.error !== null && !Array.isArray(e.choices)) {
       const err = obj(e.error);
       out.error = err ? str(err.message) || jsonOf(err) : String(e.error);
       continue;
@@ -100,9 +110,13 @@ export function reassemble(text: string): Reassembled {
     if (Array.isArray(e.choices)) {
       for (const ch of e.choices) {
         const c = obj(ch);
+        const index = typeof c?.index === 'number' ? c.index : 0;
+        if (typeof c?.finish_reason === 'string' && c.finish_reason !== '') {
+          out.finish.push(c.finish_reason);
+          choiceAt(index).finish.push(c.finish_reason);
+        }
         const m = obj(c?.delta) ?? obj(c?.message);
         if (!m) continue;
-        const index = typeof c?.index === 'number' ? c.index : 0;
         const one = choiceAt(index);
         const content = str(m.content);
         const reasoning = str(m.reasoning_content) || str(m.reasoning);
@@ -134,7 +148,10 @@ export function reassemble(text: string): Reassembled {
       if (item?.type === 'function_call') callAt(`r${e.output_index}`, str(item.name));
     } else if (type === 'response.function_call_arguments.delta')
       callAt(`r${e.output_index}`).arguments += str(e.delta);
-    else if (type === 'response' || Array.isArray(e.output)) readResponsesOutput(e, out);
+    else if (type === 'response' || Array.isArray(e.output)) {
+      readResponsesOutput(e, out);
+      responsesFinish(e, out);
+    }
     // Anthropic Messages
     else if (type === 'content_block_start') {
       const b = obj(e.content_block);
@@ -144,7 +161,11 @@ export function reassemble(text: string): Reassembled {
       if (d?.type === 'text_delta') out.content += str(d.text);
       else if (d?.type === 'thinking_delta') out.reasoning += str(d.thinking);
       else if (d?.type === 'input_json_delta') callAt(`m${e.index}`).arguments += str(d.partial_json);
+    } else if (type === 'message_delta') {
+      const reason = str(obj(e.delta)?.stop_reason);
+      if (reason) out.finish.push(reason);
     } else if (type === 'message' && Array.isArray(e.content)) {
+      if (str(e.stop_reason)) out.finish.push(str(e.stop_reason));
       for (const b of e.content) {
         const block = obj(b);
         if (block?.type === 'text') out.content += str(block.text);
@@ -155,8 +176,13 @@ export function reassemble(text: string): Reassembled {
     } else if (type === 'error') {
       const err = obj(e.error);
       out.error = err ? str(err.message) : 'error';
-    } else if (type === 'response.failed' || type === 'response.completed') {
+    } else if (
+      type === 'response.failed' ||
+      type === 'response.completed' ||
+      type === 'response.incomplete'
+    ) {
       const r = obj(e.response);
+      if (r) responsesFinish(r, out);
       const err = obj(r?.error);
       if (err) out.error = str(err.message);
       if (r && out.content === '' && out.calls.length === 0 && type === 'response.completed')
@@ -165,6 +191,14 @@ export function reassemble(text: string): Reassembled {
   }
   if (byChoice.size > 1) out.choices = [...byChoice].sort((a, b) => a[0] - b[0]).map(([, c]) => c);
   return out;
+}
+
+/** A Responses answer's end: its status, or why it is incomplete. */
+function responsesFinish(r: Obj, out: Reassembled): void {
+  const status = str(r.status);
+  if (status === '' || status === 'in_progress' || status === 'queued') return;
+  const why = status === 'incomplete' ? str(obj(r.incomplete_details)?.reason) : '';
+  out.finish = [why ? `incomplete: ${why}` : status];
 }
 
 function readResponsesOutput(r: Obj, out: Reassembled): void {

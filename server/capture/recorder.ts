@@ -182,6 +182,7 @@ export function beginCapture(
     // One shape of init whether a key is named or not (a spread in the literal built it field by
     // field, in two shapes for reset to read).
     key: request.tpKey ? request.tpKey.name : undefined,
+    keyToken: request.tpKey ? request.tpKey.token : undefined,
     method: request.method,
     path: recordPath(request),
   });
@@ -246,6 +247,7 @@ export function recordRefused(
     stream: (request.body as { stream?: unknown } | null)?.stream === true,
     session: key === undefined ? '' : sessionLabel(key),
     key: keyName,
+    keyToken: request.tpKey?.token,
     method: request.method,
     path: recordPath(request),
   });

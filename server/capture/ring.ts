@@ -125,6 +125,11 @@ export interface CaptureSummary {
   session: string;
   /** The name of the client key the request came with (none when no key is configured). */
   key?: string;
+  /**
+   * A flat key's token (config-keys.ts flatKeyToken): which of the keys sharing the name it was.
+   * Read by the inspector's routes, never in their answers.
+   */
+  keyToken?: string;
   inFlight: boolean;
   status: number | 'aborted' | null;
   outcome: Outcome;
@@ -172,6 +177,7 @@ export interface RecordInit {
   method: string;
   path: string;
   key?: string;
+  keyToken?: string;
 }
 
 /**
@@ -559,6 +565,7 @@ export class RecordWriter implements CaptureRecord {
   private sess!: string;
   private sessionLater!: 0 | 1 | 2 | 3;
   key!: string | undefined;
+  keyToken!: string | undefined;
   method!: string;
   path!: string;
   inFlight!: boolean;
@@ -646,6 +653,7 @@ export class RecordWriter implements CaptureRecord {
     this.sess = init.session;
     this.sessionLater = 0;
     this.key = init.key;
+    this.keyToken = init.keyToken;
     this.method = init.method;
     this.path = init.path;
     this.inFlight = true;
@@ -727,6 +735,7 @@ export class RecordWriter implements CaptureRecord {
     this.sess = '';
     this.sessionLater = 0;
     this.key = undefined;
+    this.keyToken = undefined;
     this.path = '';
     this.error = undefined;
     this.current = undefined;
@@ -1087,6 +1096,7 @@ export class RecordWriter implements CaptureRecord {
       stream: this.stream,
       session: this.session,
       ...(this.key === undefined ? {} : { key: this.key }),
+      ...(this.keyToken === undefined ? {} : { keyToken: this.keyToken }),
       inFlight: this.inFlight,
       status: this.status,
       outcome: this.outcome,

@@ -239,7 +239,7 @@ class StreamReader implements LaneSink {
     if (this.stoppedEarly) {
       discardBody(this.opened.res);
       this.deps.metrics.earlyStops.labels(this.call.route.name, 'retry-certain').inc();
-      this.call.span?.event('toolproof.early_stop', { 'toolproof.cause': 'retry-certain' });
+      this.call.span?.stoppedEarly('retry-certain');
       if (this.call.capture)
         captureDecision(
           this.call,

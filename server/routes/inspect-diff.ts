@@ -37,26 +37,35 @@ export interface DiffBase {
 }
 
 /**
- * The store's scope of a record's key ('' without keys); undefined when several keys carry its
- * name (the flat keys, TOOLPROOF_API_KEYS, all carry one): the capture knows a key by its name,
- * and the first flat key's scope was read for every flat key's record, so another flat key's
- * request naming an item of the first one's (a reference that missed in its own scope, a note
- * upstream) showed that item's content in its diff base, and its own conversations as gone.
+ * The store's scope of a record's key ('' without keys): the key whose name the record keeps, or,
+ * among the flat keys (TOOLPROOF_API_KEYS, all named "default"), the one whose token it keeps
+ * (config-keys.ts flatKeyToken). Undefined when it cannot be told: a record without a token of
+ * several keys of its name, or a key no longer configured (a reload took it out). The name alone
+ * read the first flat key's scope for every flat key's record, so another flat key's request
+ * showed the first one's items in its diff base.
  */
-function scopeOf(state: AppState, keyName: string | undefined): string | undefined {
+function scopeOf(
+  state: AppState,
+  keyName: string | undefined,
+  token: string | undefined,
+): string | undefined {
   if (keyName === undefined) return '';
   let scope: string | undefined;
   for (const k of state.config.keys) {
     if (k.name !== keyName) continue;
+    if (token !== undefined) {
+      if (k.token === token) return k.key;
+      continue;
+    }
     if (scope !== undefined) return undefined;
     scope = k.key;
   }
-  return scope ?? '';
+  return token !== undefined ? undefined : (scope ?? '');
 }
 
 /** Why a record's conversation or reference is not shown when its key's scope is unknown. */
 const SHARED_NAME =
-  "made with one of several flat keys, which the capture knows by one name: which one's store holds it cannot be told";
+  'made with a key that is no longer configured, or one of several of one name the capture cannot tell apart: which store holds it cannot be told';
 
 /**
  * A base larger than a captured body: the attempt it would be diffed against was cut at that size
@@ -146,7 +155,7 @@ export function diffBaseOf(record: CaptureRecord, state: AppState): DiffBase {
     let chat: unknown;
     if (record.api === 'messages') chat = translateMessages(parsed as MessagesRequest).chat;
     else {
-      const scope = scopeOf(state, record.key);
+      const scope = scopeOf(state, record.key, record.keyToken);
       // What a captured attempt keeps of a body (the default when the capture is off: no record).
       const limit = state.config.capture?.textChars ?? DEFAULT_CAPTURE_BODY_KB * 1024;
       const history = historyOf(state, scope, parsed as ResponsesRequest, limit);

@@ -150,6 +150,12 @@ const reassembledProperties = {
   calls: { type: 'array', items: call },
   error: str('An error the body carried.'),
   stream: { type: 'boolean' },
+  finish: {
+    type: 'array',
+    items: str(),
+    description:
+      "How the answer ended: each chat choice's finish_reason, a Responses answer's status (`incomplete: <reason>`), a Messages stop_reason. When the body names none: `client_closed` (the client left and its attempt was cancelled), `early_stop` (toolproof cut the attempt off itself), `error` (the attempt failed after its response opened: its error says which); empty while in flight.",
+  },
 };
 const reassembled = obj('A response read back.', {
   ...reassembledProperties,
@@ -183,6 +189,15 @@ export const requestSchema = obj(
       text: str(),
       note: str('Why there is none.'),
     }),
+    traces: {
+      type: 'array',
+      items: {
+        type: ['object', 'null'],
+        properties: { traceId: str('32 hex digits.'), spanId: str("The attempt's own span: 16 hex digits.") },
+      },
+      description:
+        "Per attempt, its trace and span ids in the user's traces, from the traceparent it was sent with (docs/tracing.md); null when tracing is off, the sampler left it out, or its headers were not kept.",
+    },
     cursor: str('Names the long texts of this answer: `?after=` it for only what changed.'),
     delta: {
       type: 'object',
@@ -190,7 +205,7 @@ export const requestSchema = obj(
       description: "Asked `?after=`: per text's path, how many characters of the asker's copy go before it.",
     },
   },
-  ['record', 'modelWrote', 'clientReceived', 'curl', 'attemptChoice', 'diffBase', 'cursor'],
+  ['record', 'modelWrote', 'clientReceived', 'curl', 'attemptChoice', 'diffBase', 'traces', 'cursor'],
 );
 
 export const sessionsSchema = obj('The sessions the rings hold, the newest first.', {

@@ -13,6 +13,8 @@ import { ToolproofError } from '../../protocol/errors.js';
 import type { AppState } from '../app-state.js';
 import { type AskGroup, joinCaptureGroup } from '../capture/cluster.js';
 import {
+  type AttemptTrace,
+  attemptTraces,
   type CaptureOp,
   EXPORT_CHARS,
   type ExportPart,
@@ -22,7 +24,7 @@ import {
   sessionRecordOf,
   turnsOf,
 } from '../capture/query.js';
-import type { CapturePage } from '../capture/ring.js';
+import type { CapturePage, CaptureRecord } from '../capture/ring.js';
 import { errorHandler } from '../error-handler.js';
 import { openAIErrorBody } from '../front-doors/chat/errors.js';
 import { withDelta } from './inspect-delta.js';
@@ -114,8 +116,20 @@ function ownerOf(request: FastifyRequest): string | undefined {
  */
 const DOCUMENTED_ONLY = { serializerCompiler: () => (data: unknown) => JSON.stringify(data) };
 
+/** A record as answered: without its flat key's token (the diff base read it; no reader needs it). */
+function answered(record: CaptureRecord): CaptureRecord {
+  if (record.keyToken === undefined) return record;
+  const { keyToken: _token, ...rest } = record;
+  return rest;
+}
+
+/** A request as the API answers it: its view, its diff base and its attempts' trace ids. */
+type WholeView = RequestView & { diffBase: DiffBase; traces: Array<AttemptTrace | null> };
+
 export function registerInspectRoutes(app: FastifyInstance, state: AppState): void {
   const group: AskGroup = joinCaptureGroup(state.capture);
+  // Every worker traces alike (the same OTEL_* variables): this process's tracing says for all.
+  const tracesOf = (view: RequestView) => attemptTraces(view.record, state.tracing !== undefined);
   // Refused by the cluster's primary for its relay budget (capture/cluster.ts): a 429 to retry.
   const ask = async (op: CaptureOp, request: FastifyRequest) => {
     // The relay's budget is per reader: one key's loop of reads refuses only its own.
@@ -140,7 +154,7 @@ export function registerInspectRoutes(app: FastifyInstance, state: AppState): vo
   const wholeRequest = async (
     id: string,
     request: FastifyRequest,
-  ): Promise<{ view: RequestView & { diffBase: DiffBase }; got: { parts: unknown[]; partial: boolean } }> => {
+  ): Promise<{ view: WholeView; got: { parts: unknown[]; partial: boolean } }> => {
     const owner = ownerOf(request);
     const got = await ask({ op: 'get', id, ...(owner === undefined ? {} : { owner }) }, request);
     const view = (got.parts as Array<RequestView | null>).find((p) => p !== null);
@@ -149,12 +163,17 @@ export function registerInspectRoutes(app: FastifyInstance, state: AppState): vo
         message: `No captured request ${JSON.stringify(id.slice(0, 200))} (never seen, or dropped from the ring).`,
       });
     // What the page diffs each attempt's request against (a Messages or Responses request, translated).
-    return { view: { ...view, diffBase: diffBaseOf(view.record, state) }, got };
+    return {
+      view: {
+        ...view,
+        record: answered(view.record),
+        diffBase: diffBaseOf(view.record, state),
+        traces: tracesOf(view),
+      },
+      got,
+    };
   };
-  const oneRequest = async (
-    id: string,
-    request: FastifyRequest,
-  ): Promise<RequestView & { diffBase: DiffBase; cursor: string }> => {
+  const oneRequest = async (id: string, request: FastifyRequest): Promise<WholeView & { cursor: string }> => {
     const { view } = await wholeRequest(id, request);
     // Only what changed since the asker's cursor (inspect-delta.ts): the page's in-flight refresh.
     const after = (request.query as { after?: unknown } | undefined)?.after;
@@ -165,7 +184,7 @@ export function registerInspectRoutes(app: FastifyInstance, state: AppState): vo
     reply: FastifyReply,
     name: string,
     got: { parts: unknown[]; partial: boolean },
-    requests: Array<RequestView & { diffBase: DiffBase }>,
+    requests: WholeView[],
     session?: unknown,
   ) => {
     // A file name of the id's or the session's safe characters only (the header is ours to write).
@@ -483,7 +502,12 @@ export function registerInspectRoutes(app: FastifyInstance, state: AppState): vo
           state,
           EXPORT_CHARS,
         );
-        const requests = views.map((v, i) => ({ ...v, diffBase: bases[i]! }));
+        const requests = views.map((v, i) => ({
+          ...v,
+          record: answered(v.record),
+          diffBase: bases[i]!,
+          traces: tracesOf(v),
+        }));
         const turns = turnsOf(views.map((v) => sessionRecordOf(v.record)));
         const omitted = parts.reduce((n, p) => n + p.omitted, 0);
         const session = { session: key, turns, ...(omitted === 0 ? {} : { omitted }) };

@@ -156,6 +156,15 @@ const K_TP_RETRY_REASON = keyOf('toolproof.retry.reason');
 
 /** The most finish reasons an attempt span keeps (one per choice: n is far below). */
 const MAX_FINISH_REASONS = 128;
+/**
+ * An attempt's gen_ai.response.finish_reasons when the upstream ended none of its choices
+ * (docs/tracing.md): who ended it instead. The client left and toolproof cancelled it; toolproof
+ * cut it off itself (early-stop.ts: a retry certain); it failed after its response opened (a cut,
+ * an error event, a stall: error.type says which).
+ */
+const CLIENT_CLOSED_REASONS: readonly string[] = Object.freeze(['client_closed']);
+const EARLY_STOP_REASONS: readonly string[] = Object.freeze(['early_stop']);
+const ERROR_REASONS: readonly string[] = Object.freeze(['error']);
 
 /** Routes that get no span: probes and scrapes would drown the requests in traces. */
 const UNTRACED = new Set(['/health', '/ready', '/metrics', '/api/hello']);
@@ -530,6 +539,7 @@ class UnsampledSpan implements RequestSpan<ChatCall> {
   attemptRejected(): void {}
   firstChunk(): void {}
   finishReason(): void {}
+  stoppedEarly(): void {}
   attemptOutput(): void {}
   attemptRead(): void {}
   effects(): void {}
@@ -647,7 +657,7 @@ class ServerSpan implements RequestSpan<ChatCall> {
   private attemptHeadersMs = -1;
   /** Its stream's first bytes, ms after it was sent (-1: none yet, or not a stream). */
   private attemptFirstChunkMs = -1;
-  private reasons: string[] | undefined;
+  private reasons: string[] | readonly string[] | undefined;
   private payloads: readonly string[] | undefined;
   /**
    * The open attempt's report once it was read to its end, and that end's time: its record is
@@ -819,7 +829,11 @@ class ServerSpan implements RequestSpan<ChatCall> {
   attemptThrew(err: unknown, aborted: boolean): void {
     if (this.readReport !== undefined) return;
     if (aborted) this.closeAttempt('client_aborted');
-    else this.failAttempt(errorType(err), errorMessage(err));
+    else {
+      // A body cut after its response opened: the generation failed, not merely never began.
+      if (this.attemptStatus >= 200 && this.attemptStatus < 300) this.reasons ??= ERROR_REASONS;
+      this.failAttempt(errorType(err), errorMessage(err));
+    }
   }
 
   attemptRejected(status: number, body: unknown): void {
@@ -841,9 +855,15 @@ class ServerSpan implements RequestSpan<ChatCall> {
     if (this.attemptSpanId === undefined || this.readReport !== undefined) return;
     // The upstream's word, of any type and as often as it likes (on every chunk of a million):
     // a string, cut, and at most one per choice a stream can carry.
-    const reasons = (this.reasons ??= []);
+    const reasons = (this.reasons ??= []) as string[];
     if (reasons.length < MAX_FINISH_REASONS)
       reasons.push(typeof reason === 'string' ? cut256(reason) : String(reason).slice(0, 64));
+  }
+
+  stoppedEarly(cause: string): void {
+    if (this.attemptSpanId !== undefined && this.readReport === undefined)
+      this.reasons ??= EARLY_STOP_REASONS;
+    this.event('toolproof.early_stop', { 'toolproof.cause': cause, 'toolproof.attempt': this.attempts });
   }
 
   attemptOutput(payloads: readonly string[]): void {
@@ -927,6 +947,7 @@ class ServerSpan implements RequestSpan<ChatCall> {
           log.set(K_GENAI_TIMETOFIRSTCHUNK, Math.round(this.attemptFirstChunkMs * 10) / 10_000);
       }
       if (report) this.describeResponse(report, payloads);
+      else if (this.reasons) log.set(K_GENAI_FINISHREASONS, this.reasons as string[]);
       if (error !== undefined) {
         log.set(K_ERROR_TYPE, error);
         log.status(SpanStatusCode.ERROR, failed ? message : message!.replace('_', ' '));
@@ -956,7 +977,8 @@ class ServerSpan implements RequestSpan<ChatCall> {
         model = identity.model;
         log.setUniqueAttribute(K_GENAI_RESPONSEID, identity.id);
       }
-      if (this.reasons) log.set(K_GENAI_FINISHREASONS, this.reasons);
+      const reasons = this.reasons ?? (report.kind === 'failed' ? ERROR_REASONS : undefined);
+      if (reasons) log.set(K_GENAI_FINISHREASONS, reasons as string[]);
       if (this.captureContent && payloads) output = streamedMessages(payloads);
     }
     if (output !== undefined) log.set(K_GENAI_OUTPUTMESSAGES, output);
@@ -1147,7 +1169,11 @@ class ServerSpan implements RequestSpan<ChatCall> {
     const read = this.readReport;
     // Read to its end (attemptRead): written as it ended then.
     if (read !== undefined) this.endAttempt(read, undefined, undefined, false, this.readEndMs);
-    else this.endAttempt(undefined, why, why, false, this.now());
+    else {
+      // Cancelled while the upstream wrote: the reasons it gave, else that the client closed it.
+      if (why === 'client_aborted') this.reasons ??= CLIENT_CLOSED_REASONS;
+      this.endAttempt(undefined, why, why, false, this.now());
+    }
   }
 
   private failAttempt(type: string, message: string): void {

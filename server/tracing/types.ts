@@ -50,6 +50,11 @@ export interface RequestSpan<Call extends object = object> {
   firstChunk(): void;
   /** A streamed choice's finish reason, as the upstream sent it. */
   finishReason(reason: string): void;
+  /**
+   * toolproof cut the streamed attempt off itself (server/chat/early-stop.ts, `cause`): the
+   * server span's event, and the attempt's finish reason when the upstream gave none.
+   */
+  stoppedEarly(cause: string): void;
   /** The streamed attempt's events as received (only asked for under the content opt-in). */
   attemptOutput(payloads: readonly string[]): void;
   /** The driver read the attempt to its end: its span ends with what it amounted to. */

@@ -5,8 +5,10 @@
  * record. A second flat key's request naming an item of the first one's by item_reference (a
  * reference that missed in its own scope: a note upstream, the request answered) showed that
  * item's content in its diff base, which the door itself never lets it read; and its own
- * previous_response_id conversations showed as gone. Now a name several keys carry reads no
- * scope: the base says why its conversation and references are not shown.
+ * previous_response_id conversations showed as gone. Then a name several keys carry read no
+ * scope (a placeholder in every flat key's base); now each flat key's record keeps a token of its
+ * own key (config-keys.ts flatKeyToken), so its base reads its own key's store and no other's,
+ * and no answer carries that token.
  */
 import { describe, expect, it } from 'vitest';
 import { proxyInFrontOf } from '../support/harness.js';
@@ -80,10 +82,12 @@ describe("a flat key's record, another flat key's store", () => {
     expect(JSON.stringify(await res.json())).not.toContain('SECRET-OF-FIRST');
     const view = await viewOf('REFERENCE-TURN');
     expect(view.diffBase.text).not.toContain('SECRET-OF-FIRST');
-    expect(view.diffBase.text).toContain('which one');
+    // Its own store did not hold it, as the door found.
+    expect(view.diffBase.text).toContain(`item_reference ${first.output[0]!.id}: no longer in`);
+    expect(view.diffBase.text).toContain('REFERENCE-TURN');
   });
 
-  it('its own previous_response_id conversation: said why it is not shown, not as gone', async () => {
+  it("its own previous_response_id conversation: read from its own key's store", async () => {
     const own = (await (await respond('key-second', { model: 'm1', input: 'second first' })).json()) as {
       id: string;
     };
@@ -95,6 +99,40 @@ describe("a flat key's record, another flat key's store", () => {
     expect(res.status).toBe(200);
     const view = await viewOf('CONTINUED-TURN');
     expect(view.diffBase.text).not.toContain('no longer in this');
-    expect(view.diffBase.text).toContain('several flat keys');
+    // The conversation it continued, from its own key's store: its earlier turn and answer.
+    expect(view.diffBase.text).toContain('second first');
+    expect(view.diffBase.text).toContain('echo: ');
+    expect(JSON.stringify(view)).not.toContain('keyToken');
+  });
+
+  it("the first key's own conversation reads from the first key's store, the session export too", async () => {
+    const own = (await (await respond('key-first', { model: 'm1', input: 'FIRST-OPENING' })).json()) as {
+      id: string;
+    };
+    const res = await fetch(`${pair.proxy.origin}/v1/responses`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        authorization: 'Bearer key-first',
+        'x-session-affinity': 'first-run',
+      },
+      body: JSON.stringify({ model: 'm1', input: 'FIRST-CONTINUED', previous_response_id: own.id }),
+    });
+    expect(res.status).toBe(200);
+    const headers = { authorization: 'Bearer key-first' };
+    const list = (await (await fetch(`${pair.proxy.origin}/inspect/api/requests`, { headers })).json()) as {
+      requests: Array<{ id: string; session: string }>;
+    };
+    const session = list.requests[0]!.session;
+    const exported = (await (
+      await fetch(`${pair.proxy.origin}/inspect/api/session/export?key=${encodeURIComponent(session)}`, {
+        headers,
+      })
+    ).json()) as { requests: View[] };
+    const continued = exported.requests.find((r) =>
+      r.record.clientRequest.body.text.includes('FIRST-CONTINUED'),
+    );
+    expect(continued!.diffBase.text).toContain('FIRST-OPENING');
+    expect(JSON.stringify(exported)).not.toContain('keyToken');
   });
 });
