@@ -19,6 +19,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStack, type Stack } from '../server/stack.js';
 import { prefixBreak } from './raw-json.js';
+import { threeTurns } from '../support/three-turns.js';
 import {
   messagesImage as image,
   PNG_1X1_BASE64 as PNG,
@@ -119,22 +120,9 @@ describe('an inline image vLLM (PIL) cannot identify', () => {
   afterAll(() => vllm.close());
   const sent = () => vllm.sim.requests.filter((r) => r.path.endsWith('/chat/completions'));
 
-  /** Three turns of one session: each turn's upstream attempts, and the body each turn's last attempt sent. */
-  async function session(turn: (history: string[]) => Promise<string>) {
-    const history: string[] = [];
-    const attempts: number[] = [];
-    const bodies: string[] = [];
-    for (let t = 0; t < 3; t++) {
-      const before = sent().length;
-      const answer = await turn(history);
-      expect(answer).toBe('A photo and a square.');
-      const mine = sent().slice(before);
-      attempts.push(mine.length);
-      bodies.push(mine.at(-1)!.rawBody);
-      history.push(answer, `turn ${t + 2}: go on`);
-    }
-    return { attempts, bodies };
-  }
+  /** Three turns of one session: each turn's upstream attempts and the body its last attempt sent. */
+  const session = (turn: (history: string[]) => Promise<string>) =>
+    threeTurns(sent, 'A photo and a square.', turn);
   function expectNoted(run: { attempts: number[]; bodies: string[] }, bytes: string, note: string) {
     expect(run.attempts).toEqual([2, 1, 1]); // refused once, on the first turn
     for (const body of run.bodies) {

@@ -17,6 +17,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStack, type Stack } from '../server/stack.js';
 import { prefixBreak } from './raw-json.js';
+import { threeTurns } from '../support/three-turns.js';
 
 type Obj = Record<string, unknown>;
 const ANSWER = 'Done.';
@@ -42,20 +43,7 @@ afterAll(() => stack.close());
 
 const upstream = () => stack.sim.requests.filter((r) => r.path.endsWith('/chat/completions'));
 
-async function session(turn: (history: string[]) => Promise<string>) {
-  const history: string[] = [];
-  const attempts: number[] = [];
-  const bodies: string[] = [];
-  for (let t = 0; t < 3; t++) {
-    const before = upstream().length;
-    expect(await turn(history)).toBe(ANSWER);
-    const mine = upstream().slice(before);
-    attempts.push(mine.length);
-    bodies.push(mine.at(-1)!.rawBody);
-    history.push(ANSWER, `turn ${t + 2}: go on`);
-  }
-  return { attempts, bodies };
-}
+const session = (turn: (history: string[]) => Promise<string>) => threeTurns(upstream, ANSWER, turn);
 
 function expectWithoutBudget(run: { attempts: number[]; bodies: string[] }) {
   expect(run.attempts).toEqual([2, 1, 1]); // refused once, on the first turn

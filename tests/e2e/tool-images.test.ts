@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MOVED_HEAD } from '../../policies/tool-images/index.js';
 import { startStack, type Stack } from '../server/stack.js';
 import { prefixBreak } from './raw-json.js';
+import { threeTurns } from '../support/three-turns.js';
 import {
   messagesImage as image,
   PNG_1X1_BASE64 as PNG,
@@ -40,21 +41,8 @@ afterAll(() => stack.close());
 
 const upstream = () => stack.sim.requests.filter((r) => r.path.endsWith('/chat/completions'));
 
-/** Three turns of one session: each turn's upstream attempts and the messages its last attempt sent. */
-async function session(turn: (history: string[]) => Promise<string>) {
-  const history: string[] = [];
-  const attempts: number[] = [];
-  const bodies: string[] = [];
-  for (let t = 0; t < 3; t++) {
-    const before = upstream().length;
-    expect(await turn(history)).toBe(ANSWER);
-    const mine = upstream().slice(before);
-    attempts.push(mine.length);
-    bodies.push(mine.at(-1)!.rawBody);
-    history.push(ANSWER, `turn ${t + 2}: go on`);
-  }
-  return { attempts, bodies };
-}
+/** Three turns of one session: each turn's upstream attempts and the body its last attempt sent. */
+const session = (turn: (history: string[]) => Promise<string>) => threeTurns(upstream, ANSWER, turn);
 
 function expectMoved(run: { attempts: number[]; bodies: string[] }) {
   expect(run.attempts).toEqual([2, 1, 1]); // refused once, on the first turn
