@@ -11,7 +11,7 @@ import type OpenAI from 'openai';
 import type { Client } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clusterOnYaml } from '../support/toolproof-process.js';
-import { twoWorkers as reachTwo, sdkThrough, workerOf } from '../support/worker-clients.js';
+import { answeredOnEach, sdkThrough } from '../support/worker-clients.js';
 
 const cluster = clusterOnYaml(
   {
@@ -42,14 +42,10 @@ let mine: OpenAI.Responses.Response;
 let theirs: OpenAI.Responses.Response;
 
 beforeAll(async () => {
-  const w = await reachTwo(
-    cluster.origin,
-    async (c) => (await sdkOn(c).responses.create({ model: 'm', input: 'probe' })).id,
-  );
-  ({ here, there } = w);
-  mine = await sdkOn(here).responses.create({ model: 'm', input: 'big a' });
-  theirs = await sdkOn(there).responses.create({ model: 'm', input: 'big b' });
-  expect(workerOf(mine.id)).not.toBe(workerOf(theirs.id));
+  ({ here, there, mine, theirs } = await answeredOnEach(cluster.origin, 'sk-alice-0123456789', [
+    'big a',
+    'big b',
+  ]));
 }, 90_000);
 afterAll(async () => {
   await here?.close();

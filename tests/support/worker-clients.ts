@@ -43,3 +43,29 @@ export async function twoWorkers(
   }
   throw new Error('20 connections in a row reached one worker');
 }
+
+/**
+ * Two connections to `origin` on different workers (twoWorkers, probed with a Responses request
+ * under `apiKey`), and one Responses answer kept on each: `mine` on `here`'s worker, `theirs`
+ * on `there`'s, for `inputs[0]` and `inputs[1]`.
+ */
+export async function answeredOnEach(
+  origin: string,
+  apiKey: string,
+  inputs: readonly [string, string],
+): Promise<{
+  here: Client;
+  there: Client;
+  mine: OpenAI.Responses.Response;
+  theirs: OpenAI.Responses.Response;
+}> {
+  const sdkOn = (c: Client) => sdkThrough(origin, c, apiKey);
+  const { here, there } = await twoWorkers(
+    origin,
+    async (c) => (await sdkOn(c).responses.create({ model: 'm', input: 'probe' })).id,
+  );
+  const mine = await sdkOn(here).responses.create({ model: 'm', input: inputs[0] });
+  const theirs = await sdkOn(there).responses.create({ model: 'm', input: inputs[1] });
+  if (workerOf(mine.id) === workerOf(theirs.id)) throw new Error('both answers were kept on one worker');
+  return { here, there, mine, theirs };
+}
