@@ -169,6 +169,18 @@ const RENDERED_RESULT = /^\[Tool result\]:/gm;
 
 const PROGRESS = /\[steps done: (\d+)\]/g;
 
+/**
+ * The steps a conversation written out as text says were done: its "[Tool result]:" lines, after
+ * the summary it opens with when it has one (Cline 3.0.65 compacts again with "Previous summary:"
+ * and only the turns since: its steps and theirs add up).
+ */
+function renderedSteps(text: string): number {
+  const marks = [...text.matchAll(PROGRESS)];
+  const last = marks.at(-1);
+  const since = last ? text.slice(last.index + last[0].length) : text;
+  return (last ? Number(last[1]) : 0) + (since.match(RENDERED_RESULT)?.length ?? 0);
+}
+
 /** The steps the latest compaction summary in the history says were done (0 without one). */
 function summarizedSteps(messages: ReadonlyArray<{ role?: string; content?: unknown } | undefined>): number {
   let n = 0;
@@ -214,7 +226,7 @@ function scriptedModel(options: ModelOptions): ScenarioFn {
     if (ctx.tools.length === 0 || SUMMARY_ASK.test(asked)) {
       // opencode asks for its summary in a conversation of its own, the session written out as
       // text inside it: one "[Tool result]:" per call that came back.
-      const summed = Math.max(done, asked.match(RENDERED_RESULT)?.length ?? 0);
+      const summed = Math.max(done, renderedSteps(asked));
       // A fact the answer needs (finalFrom) is kept in the summary, as a real model's would keep it.
       const fact = task.finalFrom
         ? new RegExp(task.finalFrom.source).exec(JSON.stringify(ctx.messages))
