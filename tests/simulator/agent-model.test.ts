@@ -223,9 +223,19 @@ describe('agent suite model: real-length tasks (issue 31)', () => {
     expect(act(RUN_TASK, 'clean', [...start, ...ran(empty), ...ran(empty, 'd')])).toEqual({
       say: 'The number is not in what I was given. The last tool result was: "Command: awk\\nOutput: (empty)\\nExit Code: 0"',
     });
+    // Every step done by a compaction's summary, no result in the history: it answers, it does not
+    // run the command again (Kilo 7.7.7 in 16k compacted after each re-run and gave up).
+    const summarized = [
+      user(RUN_TASK.prompt),
+      { role: 'assistant' as const, content: 'Summary of the work so far. [steps done: 3]' },
+      user('Continue if you have next steps.'),
+    ];
+    expect(act(RUN_TASK, 'clean', summarized)).toEqual({
+      say: 'The number is not in what I was given. No tool result came back.',
+    });
   });
 
-  it("a compaction that opens with the previous summary (Cline 3.0.65's second) counts its steps and the turns since", () => {
+  it("a compaction carrying the previous summary (Cline 3.0.65's and Kilo 7.7.7's second) counts its steps and the turns since", () => {
     // The request Cline 3.0.65 sent for its second compaction in tests/agents/session-files (its
     // conversation written out as text, the tool results left empty by Cline), abridged.
     const ask = [
@@ -247,6 +257,18 @@ describe('agent suite model: real-length tasks (issue 31)', () => {
       turnContext([system, user(ask)], []),
     );
     expect(summary).toEqual({ say: 'Summary of the work so far. [steps done: 3]' });
+    // Kilo 7.7.7's (tests/agents/session-files in 16k): the turns since, then its <prior-summary>.
+    const kilo = [
+      'Here is the conversation so far:\n\n<conversation>',
+      '[Assistant tool call]: read({"filePath":"/w/screen.png"})',
+      '[Tool result]: Image read successfully',
+      '[Attached image/png: file]\n</conversation>\n',
+      'Here is the summary of the conversation before the <conversation> above:\n',
+      '<prior-summary>\nSummary of the work so far. [steps done: 1]\n</prior-summary>',
+    ].join('\n');
+    expect(
+      agentModel({ mode: 'clean', task: RUN_TASK, cwd: '/w' })(turnContext([system, user(kilo)], [])),
+    ).toEqual({ say: 'Summary of the work so far. [steps done: 2]' });
     // Without a previous summary: one step per result written out.
     const first = ask.replace('Previous summary:\nSummary of the work so far. [steps done: 2]', '');
     expect(

@@ -170,15 +170,15 @@ const RENDERED_RESULT = /^\[Tool result\]:/gm;
 const PROGRESS = /\[steps done: (\d+)\]/g;
 
 /**
- * The steps a conversation written out as text says were done: its "[Tool result]:" lines, after
- * the summary it opens with when it has one (Cline 3.0.65 compacts again with "Previous summary:"
- * and only the turns since: its steps and theirs add up).
+ * The steps a conversation written out as text says were done: its "[Tool result]:" lines, and
+ * those of the summary it carries when it has one (a second compaction: Cline 3.0.65 writes
+ * "Previous summary:" before the turns since, Kilo 7.7.7 its <prior-summary> after them; the
+ * summary's steps and the turns' add up).
  */
 function renderedSteps(text: string): number {
-  const marks = [...text.matchAll(PROGRESS)];
-  const last = marks.at(-1);
-  const since = last ? text.slice(last.index + last[0].length) : text;
-  return (last ? Number(last[1]) : 0) + (since.match(RENDERED_RESULT)?.length ?? 0);
+  let prior = 0;
+  for (const hit of text.matchAll(PROGRESS)) prior = Math.max(prior, Number(hit[1]));
+  return prior + (text.match(RENDERED_RESULT)?.length ?? 0);
 }
 
 /** The steps the latest compaction summary in the history says were done (0 without one). */
@@ -266,8 +266,11 @@ function scriptedModel(options: ModelOptions): ScenarioFn {
       // result does: Qwen Code 0.24.4's shell settles on the child's `exit` event, before its
       // stdout pipe is drained, so on a loaded box a command's output is sometimes "(empty)"
       // (its childProcessFallback; CI on 05150b3 failed read-edit-run on it, the disk edited).
+      // Only a result in the history is looked at again: once a compaction summary says every
+      // step was done, the model answers from it (Kilo 7.7.7 in 16k re-ran its 1 MB command
+      // after each compaction and gave up: "Compaction exhausted ... after 3 attempts").
       const last = task.steps.at(-1);
-      if (!found && task.finalFrom && last?.op === 'run' && done === taskCalls(task)) {
+      if (!found && task.finalFrom && last?.op === 'run' && done === taskCalls(task) && results > 0) {
         const again = callForStep(last, ctx.tools, cwd);
         if (again) {
           if (mode === 'clean') return { call: [again] };
