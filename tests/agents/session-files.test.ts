@@ -129,6 +129,32 @@ describeAgents(
         }
       });
     }
+
+    // Kilo's own prompt (~12.6k tokens with its tools) and the output it keeps free (4,096, a
+    // quarter of the window, as `toolproof launch` sets it) leave no room in 16k: it compacts
+    // before each turn that carries a file, three times, and the model answers from the last
+    // summary. Before the script counted a summary written after the turns (Kilo's
+    // <prior-summary>) and stopped re-running the command once a summary said it ran, Kilo gave
+    // up: "Compaction exhausted: context still exceeds model limits after 3 attempts", exit 1.
+    it('kilo (chat, n_ctx 16384, multimodal): a compaction before each file turn, every turn 200, the answer', async ({
+      task: t,
+    }) => {
+      tagContent(t.meta, 'kilo', 'chat', 'files-session-16k', 'PDF + PNG + 1 MB, 16k');
+      const r = await runCase({
+        agent: 'kilo',
+        mode: 'clean',
+        task: SESSION_TASK,
+        via: 'toolproof',
+        model: { vision: true, server: { personality: 'llama-server', window: 16_384, imageTokens: 256 } },
+        timeoutMs: 120_000,
+      });
+      const why = describeRun(r);
+      expect(r.run.exitCode, why).toBe(0);
+      for (const line of r.logs) expect(line.status, `${why}\n${JSON.stringify(line)}`).toBe(200);
+      const summaries = r.upstream.filter((u) => u.rawBody.includes('Do not mention the summary process'));
+      expect(summaries.length, why).toBeGreaterThanOrEqual(3);
+      expect(r.text, why).toMatch(/(^|\n)The number is not in what I was given\.[^\n]*$/);
+    });
   },
 );
 
