@@ -8,7 +8,20 @@
  * page holds. Not covered: what the others do with the PDF (Qwen Code wants pdftotext, opencode
  * drops it for a model not said to read PDFs, pi and Codex read the bytes). On a leaky model with
  * forcing off (leak recovery alone), Codex, the Continue CLI, Grok CLI and the OpenAI Agents SDK
- * run the same session to its answer. */
+ * run the same session to its answer. Cline compacts in 32k and answers; Kilo sends the PDF
+ * as a file part, whose text toolproof extracts, and compacts once.
+ *
+ * Left out, the agent's own doing: the Continue CLI 1.5.47 in a 32k window starts over for ever.
+ * Its Read tool reads the 44 KB PNG as UTF-8 text (42,094 characters, 18,856 of them U+FFFD), which
+ * its own count (gpt-tokenizer, src/util/tokenizer.ts) makes ~33,600 tokens, more than the whole
+ * window: its check after the tool (src/stream/streamChatResponse.compactionHelpers.ts) forces a
+ * compaction, which prunes the history from its end until it fits (src/compaction.ts
+ * pruneLastMessage: each tool's output lives in its assistant turn, so the PNG's turn and the
+ * PDF's go together), summarises the prompt alone and drops it; the model, told nothing was done,
+ * reads the files again. Every request reaches toolproof small and is answered 200 (1,253 in 150 s,
+ * its log: "Tool execution caused context overflow, forcing compaction {inputTokens: 35529}",
+ * "pruning last message {historyLength: 3}"); the PNG never leaves the CLI. The leaky rows below
+ * run it in the suite's 128k window, where it finishes. */
 import { expect, it } from 'vitest';
 import type { AgentId, PiApi } from './lib/agents.js';
 import { describeRun, MARKUP, runCase } from './lib/case.js';
@@ -36,6 +49,9 @@ const ROWS: Row[] = [
   { agent: 'qwen', api: 'chat', window: 32_768, vision: true },
   { agent: 'opencode', api: 'chat', window: 32_768, vision: true },
   { agent: 'pi', api: 'chat', window: 8192, vision: true, piApi: 'openai-completions' },
+  { agent: 'kilo', api: 'chat', window: 32_768, vision: true },
+  { agent: 'cline', api: 'chat', window: 32_768, vision: true },
+  { agent: 'cline', api: 'chat', window: 32_768, vision: false },
 ];
 
 describeAgents(
@@ -89,8 +105,56 @@ describeAgents(
           expect(upstream, why).not.toContain('application/pdf;base64');
           expect(r.text, why).toMatch(/\b58213\b/);
         }
+        if (row.agent === 'kilo') {
+          // Its read tool attaches the PDF as a `file` part (base64): toolproof puts its text in
+          // its place. Its own compaction (the 1 MB, which it cuts to ~50 KB, past 32k) writes the
+          // attachment out as "[Attached application/pdf: file]", so the number goes with it and
+          // the answer says it is not there.
+          expect(sent, why).toContain('data:application/pdf;base64');
+          expect(upstream, why).not.toContain('application/pdf;base64');
+          expect(upstream, why).toContain('The audit number is 58213.');
+          expect(upstream, why).toContain('Do not mention the summary process');
+        }
+        if (row.agent === 'cline') {
+          // Its read_files calls fit the schema it declares (objects, not bare paths): none
+          // re-asked. It compacts (the 1 MB command's 8 KB and the PNG past its 32k budget), its
+          // second compaction opening with the first's summary, and ends with the model's answer
+          // through submit_and_exit. It reads the PDF's bytes (compressed streams: the number is
+          // not in them), so the answer says so. Before, the script's bare paths were re-asked, the
+          // step count drifted, and Cline compacted after each re-run of the command and exited 0
+          // with no answer.
+          for (const line of turns) expect(line.harness?.validationFailures ?? [], why).toEqual([]);
+          expect(upstream, why).toContain('Summarize this session for continuation');
+          expect(r.text, why).toMatch(/(^|\n)(The number is not in what I was given\.|58213)[^\n]*$/);
+        }
       });
     }
+
+    // Kilo's own prompt (~12.6k tokens with its tools) and the output it keeps free (4,096, a
+    // quarter of the window, as `toolproof launch` sets it) leave no room in 16k: it compacts
+    // before each turn that carries a file, three times, and the model answers from the last
+    // summary. Before the script counted a summary written after the turns (Kilo's
+    // <prior-summary>) and stopped re-running the command once a summary said it ran, Kilo gave
+    // up: "Compaction exhausted: context still exceeds model limits after 3 attempts", exit 1.
+    it('kilo (chat, n_ctx 16384, multimodal): a compaction before each file turn, every turn 200, the answer', async ({
+      task: t,
+    }) => {
+      tagContent(t.meta, 'kilo', 'chat', 'files-session-16k', 'PDF + PNG + 1 MB, 16k');
+      const r = await runCase({
+        agent: 'kilo',
+        mode: 'clean',
+        task: SESSION_TASK,
+        via: 'toolproof',
+        model: { vision: true, server: { personality: 'llama-server', window: 16_384, imageTokens: 256 } },
+        timeoutMs: 120_000,
+      });
+      const why = describeRun(r);
+      expect(r.run.exitCode, why).toBe(0);
+      for (const line of r.logs) expect(line.status, `${why}\n${JSON.stringify(line)}`).toBe(200);
+      const summaries = r.upstream.filter((u) => u.rawBody.includes('Do not mention the summary process'));
+      expect(summaries.length, why).toBeGreaterThanOrEqual(3);
+      expect(r.text, why).toMatch(/(^|\n)The number is not in what I was given\.[^\n]*$/);
+    });
   },
 );
 

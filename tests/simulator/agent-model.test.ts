@@ -7,7 +7,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { ChatMessage, ToolDef } from '../../protocol/openai.js';
+import type { ChatMessage, JsonObject, ToolDef } from '../../protocol/openai.js';
+import { validateArguments } from '../../policies/kit/validation/validate-arguments.js';
 import { generate } from '../../simulator/generate.js';
 import { turnContext } from '../../simulator/scenarios.js';
 import {
@@ -66,6 +67,13 @@ const AGENTS: Array<[agent: string, file: string, ops: Step['op'][], tools: stri
     ['write', 'read', 'patch', 'run'],
     Array(4).fill('exec_command'),
   ],
+  // Cline's editor writes a missing file from its new text; read_files takes a list of files.
+  [
+    'Cline',
+    'cline/01-POST-v1-chat-completions.json',
+    EDIT_OPS,
+    ['editor', 'read_files', 'editor', 'run_commands'],
+  ],
   [
     'Codex (freeform apply_patch)',
     'codex-freeform/01-POST-v1-responses.json',
@@ -92,6 +100,11 @@ describe('agent suite model: steps onto the tools each agent declares', () => {
       const required = (tool.function.parameters as { required?: string[] }).required ?? [];
       const args = call?.arguments as Record<string, unknown>;
       for (const key of required) expect(args, `${op}: ${key}`).toHaveProperty(key);
+      // The arguments fit the schema the agent declared, as toolproof checks them: Cline 3.0.65's
+      // read_files wants `files` as objects ({path}); given strings (which Cline itself takes),
+      // toolproof re-asked the call and the script counted its feedback as a step done.
+      const checked = validateArguments(tool.function.parameters as JsonObject, args);
+      expect(checked.issues, op).toEqual([]);
     });
   });
 
@@ -210,6 +223,57 @@ describe('agent suite model: real-length tasks (issue 31)', () => {
     expect(act(RUN_TASK, 'clean', [...start, ...ran(empty), ...ran(empty, 'd')])).toEqual({
       say: 'The number is not in what I was given. The last tool result was: "Command: awk\\nOutput: (empty)\\nExit Code: 0"',
     });
+    // Every step done by a compaction's summary, no result in the history: it answers, it does not
+    // run the command again (Kilo 7.7.7 in 16k compacted after each re-run and gave up).
+    const summarized = [
+      user(RUN_TASK.prompt),
+      { role: 'assistant' as const, content: 'Summary of the work so far. [steps done: 3]' },
+      user('Continue if you have next steps.'),
+    ];
+    expect(act(RUN_TASK, 'clean', summarized)).toEqual({
+      say: 'The number is not in what I was given. No tool result came back.',
+    });
+  });
+
+  it("a compaction carrying the previous summary (Cline 3.0.65's and Kilo 7.7.7's second) counts its steps and the turns since", () => {
+    // The request Cline 3.0.65 sent for its second compaction in tests/agents/session-files (its
+    // conversation written out as text, the tool results left empty by Cline), abridged.
+    const ask = [
+      'Summarize this session for continuation. Be concise and factual.',
+      '',
+      'Previous summary:\nSummary of the work so far. [steps done: 2]',
+      '',
+      'Conversation:',
+      `[Bot tool calls]: run_commands(commands=["awk '{print $3}' count.txt"])`,
+      '',
+      '[Tool result]:',
+    ].join('\n');
+    const system = {
+      role: 'system' as const,
+      content:
+        'Summarize the provided coding session into a concise continuation note with detailed next steps.',
+    };
+    const summary = agentModel({ mode: 'clean', task: RUN_TASK, cwd: '/w' })(
+      turnContext([system, user(ask)], []),
+    );
+    expect(summary).toEqual({ say: 'Summary of the work so far. [steps done: 3]' });
+    // Kilo 7.7.7's (tests/agents/session-files in 16k): the turns since, then its <prior-summary>.
+    const kilo = [
+      'Here is the conversation so far:\n\n<conversation>',
+      '[Assistant tool call]: read({"filePath":"/w/screen.png"})',
+      '[Tool result]: Image read successfully',
+      '[Attached image/png: file]\n</conversation>\n',
+      'Here is the summary of the conversation before the <conversation> above:\n',
+      '<prior-summary>\nSummary of the work so far. [steps done: 1]\n</prior-summary>',
+    ].join('\n');
+    expect(
+      agentModel({ mode: 'clean', task: RUN_TASK, cwd: '/w' })(turnContext([system, user(kilo)], [])),
+    ).toEqual({ say: 'Summary of the work so far. [steps done: 2]' });
+    // Without a previous summary: one step per result written out.
+    const first = ask.replace('Previous summary:\nSummary of the work so far. [steps done: 2]', '');
+    expect(
+      agentModel({ mode: 'clean', task: RUN_TASK, cwd: '/w' })(turnContext([system, user(first)], [])),
+    ).toEqual({ say: 'Summary of the work so far. [steps done: 1]' });
   });
 
   it('resume: the first run stops after its part; with the resume prompt in the history it goes on', () => {

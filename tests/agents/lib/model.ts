@@ -169,6 +169,18 @@ const RENDERED_RESULT = /^\[Tool result\]:/gm;
 
 const PROGRESS = /\[steps done: (\d+)\]/g;
 
+/**
+ * The steps a conversation written out as text says were done: its "[Tool result]:" lines, and
+ * those of the summary it carries when it has one (a second compaction: Cline 3.0.65 writes
+ * "Previous summary:" before the turns since, Kilo 7.7.7 its <prior-summary> after them; the
+ * summary's steps and the turns' add up).
+ */
+function renderedSteps(text: string): number {
+  let prior = 0;
+  for (const hit of text.matchAll(PROGRESS)) prior = Math.max(prior, Number(hit[1]));
+  return prior + (text.match(RENDERED_RESULT)?.length ?? 0);
+}
+
 /** The steps the latest compaction summary in the history says were done (0 without one). */
 function summarizedSteps(messages: ReadonlyArray<{ role?: string; content?: unknown } | undefined>): number {
   let n = 0;
@@ -214,7 +226,7 @@ function scriptedModel(options: ModelOptions): ScenarioFn {
     if (ctx.tools.length === 0 || SUMMARY_ASK.test(asked)) {
       // opencode asks for its summary in a conversation of its own, the session written out as
       // text inside it: one "[Tool result]:" per call that came back.
-      const summed = Math.max(done, asked.match(RENDERED_RESULT)?.length ?? 0);
+      const summed = Math.max(done, renderedSteps(asked));
       // A fact the answer needs (finalFrom) is kept in the summary, as a real model's would keep it.
       const fact = task.finalFrom
         ? new RegExp(task.finalFrom.source).exec(JSON.stringify(ctx.messages))
@@ -254,8 +266,11 @@ function scriptedModel(options: ModelOptions): ScenarioFn {
       // result does: Qwen Code 0.24.4's shell settles on the child's `exit` event, before its
       // stdout pipe is drained, so on a loaded box a command's output is sometimes "(empty)"
       // (its childProcessFallback; CI on 05150b3 failed read-edit-run on it, the disk edited).
+      // Only a result in the history is looked at again: once a compaction summary says every
+      // step was done, the model answers from it (Kilo 7.7.7 in 16k re-ran its 1 MB command
+      // after each compaction and gave up: "Compaction exhausted ... after 3 attempts").
       const last = task.steps.at(-1);
-      if (!found && task.finalFrom && last?.op === 'run' && done === taskCalls(task)) {
+      if (!found && task.finalFrom && last?.op === 'run' && done === taskCalls(task) && results > 0) {
         const again = callForStep(last, ctx.tools, cwd);
         if (again) {
           if (mode === 'clean') return { call: [again] };

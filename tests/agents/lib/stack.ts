@@ -39,7 +39,13 @@ export interface LogLine {
   model?: string;
   status?: number | string;
   stream?: boolean;
-  harness?: { forced?: boolean; leaks?: unknown; final?: string | null; retries?: unknown };
+  harness?: {
+    forced?: boolean;
+    leaks?: unknown;
+    final?: string | null;
+    retries?: unknown;
+    validationFailures?: unknown[];
+  };
   [key: string]: unknown;
 }
 

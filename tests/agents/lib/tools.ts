@@ -146,8 +146,14 @@ export function callForStep(step: Step, tools: ToolDef[], cwd: string): Scripted
     case 'read': {
       const tool = find(tools, 'read');
       if (tool) return { name: tool.function.name, arguments: pathArgs(tool, step.path, cwd) };
+      // Cline 3.0.65's read_files declares `files` as objects ({path, start_line, end_line}); it
+      // also takes bare strings, but toolproof checks a call against the schema declared.
       const many = tools.find((t) => t.function?.name === 'read_files');
-      if (many) return { name: 'read_files', arguments: { files: [join(cwd, step.path)] } };
+      if (many) {
+        const path = join(cwd, step.path);
+        const items = props(many).files?.items as { type?: unknown } | undefined;
+        return { name: 'read_files', arguments: { files: [items?.type === 'object' ? { path } : path] } };
+      }
       return shell && commandCall(shell, `cat ${step.path}`, cwd);
     }
     case 'edit': {
