@@ -51,6 +51,7 @@ import { isPlainObject } from '../kit/canonical-arguments.js';
 import { toolSetOf } from '../kit/tool-set.js';
 import { compactionTurn } from '../kit/last-turn.js';
 import { clientToolChoice } from '../kit/client-choice.js';
+import { answerChars } from '../kit/answer-chars.js';
 import {
   appendAnswer,
   type DecodedAnswer,
@@ -135,6 +136,15 @@ export function notForcedReason(request: ChatCompletionRequest, answer?: AnswerF
 function keepsAnswerTool(request: ChatCompletionRequest, answer: AnswerFormat | undefined): boolean {
   if (answer !== undefined || clientToolChoice(request).kind !== 'named') return false;
   return notForcedReason({ ...request, tool_choice: 'auto' }, answer) === null;
+}
+
+/**
+ * A named turn's answer up to which its final_answer goes on as a call (for corrective-retry to
+ * judge 'wrong-tool'): half of maxHeldBytes. Past maxHeldBytes corrective-retry judges nothing and
+ * would hand the call to the client; the half leaves room for what its count adds besides.
+ */
+export function namedHeldChars(ctx: PolicyContext): number {
+  return Math.floor(ctx.settings.maxHeldBytes / 2);
 }
 
 function callName(call: unknown): string | undefined {
@@ -345,8 +355,16 @@ export const forceToolUsePolicy: Policy<ForceToolUseEffect> = {
       return { action: 'continue', response, effects };
     }
     const effects: ForceToolUseEffect[] = [];
+    // A named turn's final_answer goes on as a call only well within what corrective-retry judges.
+    const judged = memo.named !== true || answerChars(response) <= namedHeldChars(ctx);
     const choices = response.choices.map((c) =>
-      unwrapFinalAnswer(c, memo, effects, finalAnswerRetryable(ctx, c.finish_reason), ctx.compileBudget),
+      unwrapFinalAnswer(
+        c,
+        memo,
+        effects,
+        judged && finalAnswerRetryable(ctx, c.finish_reason),
+        ctx.compileBudget,
+      ),
     );
     return { action: 'continue', response: { ...response, choices }, effects };
   },
@@ -360,7 +378,7 @@ export const forceToolUsePolicy: Policy<ForceToolUseEffect> = {
       finalAnswerName: memo.finalAnswerName,
       forced: memo.forced,
       toolChoiceSent: memo.toolChoiceSent,
-      ...(memo.named ? { named: true } : {}),
+      ...(memo.named ? { named: true, namedHeldChars: namedHeldChars(ctx) } : {}),
       ...(memo.answer ? { answer: memo.answer, budget: ctx.compileBudget } : {}),
       ...(memo.stop ? { stop: memo.stop } : {}),
       // Whether the finish will be "length" is only known at the end: the hook checks that itself.

@@ -86,6 +86,11 @@ export interface FinalAnswerStreamOptions {
    * can follow (corrective-retry judges it 'wrong-tool'), else its answer becomes the content.
    */
   named?: boolean;
+  /**
+   * With `named`: the characters of the answer (content, reasoning, call names and arguments, as
+   * answerChars counts them) up to which a final_answer still goes on as a call (namedHeldChars).
+   */
+  namedHeldChars?: number;
 }
 
 /** The outcome of one final call: the string decoder's rule, or the schema answer's decision. */
@@ -166,6 +171,8 @@ class FinalAnswerStream implements StreamHook<ForceToolUseEffect> {
   private template: ChatCompletionChunk | undefined;
   /** Set while a chunk is transformed when it carries decoded answer text. */
   private liveAnswer = false;
+  /** With `named`: the answer's characters so far (answerChars' count, every choice). */
+  private counted = 0;
 
   constructor(private readonly opts: FinalAnswerStreamOptions) {}
 
@@ -269,7 +276,10 @@ class FinalAnswerStream implements StreamHook<ForceToolUseEffect> {
     }
     // The outcome does not depend on the decoder's end-of-input flush (that only releases a
     // held character), so the choice can be made before any text of these calls is flushed.
-    const retry = opts.retriesLeft === true && !cutOff;
+    const retry =
+      opts.retriesLeft === true &&
+      !cutOff &&
+      (opts.named !== true || this.counted <= (opts.namedHeldChars ?? Number.POSITIVE_INFINITY));
     // A held call's arguments, decoded now when its answer is delivered (nothing went out yet).
     const early = finals.map((c) => (c.held && !retry ? c.decoder.push(c.raw) : ''));
     const outcomes = finals.map(outcomeOf);
@@ -317,6 +327,7 @@ class FinalAnswerStream implements StreamHook<ForceToolUseEffect> {
   private transformChoice(choice: ChunkChoice): ChunkChoice | null {
     const st = this.stateOf(choice.index);
     const delta = choice.delta ?? {};
+    if (this.opts.named === true) this.counted += deltaChars(delta);
     let content = '';
     if (typeof delta.content === 'string' && delta.content !== '')
       content += this.contentPiece(st, delta.content);
@@ -354,7 +365,8 @@ class FinalAnswerStream implements StreamHook<ForceToolUseEffect> {
 
   onLight(light: LightDelta, frame: LightFrame): LightDelta | null | undefined {
     // The hot path: a fragment of a call already named; a final_answer's is decoded into answer text.
-    if (light.kind !== 'args') return undefined;
+    // A named turn counts every character (onChunk): rare, so it takes the full path.
+    if (light.kind !== 'args' || this.opts.named === true) return undefined;
     const st = this.choices.get(frame.choice);
     const call = st?.calls.get(light.call);
     if (!st || st.finalized || call === undefined || call.kind === 'pending') return undefined;
@@ -388,6 +400,19 @@ class FinalAnswerStream implements StreamHook<ForceToolUseEffect> {
     }
     return { chunks, effects: [...this.effects] };
   }
+}
+
+/** What answerChars counts of one delta: content, reasoning, call names and argument fragments. */
+function deltaChars(delta: Delta): number {
+  let n = 0;
+  if (typeof delta.content === 'string') n += delta.content.length;
+  if (typeof delta.reasoning_content === 'string') n += delta.reasoning_content.length;
+  for (const td of Array.isArray(delta.tool_calls) ? delta.tool_calls : []) {
+    const f = td?.function;
+    if (typeof f?.name === 'string') n += f.name.length;
+    if (typeof f?.arguments === 'string') n += f.arguments.length;
+  }
+  return n;
 }
 
 /** Text for the client: separators follow what the model wrote; the client's stop ends it. */

@@ -226,3 +226,28 @@ describe('a backend that does not enforce the name, no retry left', () => {
         expect(stack.sim.requests).toHaveLength(1);
       });
 });
+
+describe('a backend that does not enforce the name, an answer past maxHeldBytes', () => {
+  let stack: Stack;
+  beforeAll(async () => {
+    stack = await startStack({
+      sim: { personality: 'llama-server' },
+      file: { defaults: { maxHeldBytes: 2048 } },
+    });
+  });
+  afterAll(() => stack.close());
+
+  // 1,500 characters: over half of maxHeldBytes (not handed on as a call), under it (corrective-retry
+  // still judges: the answer delivered is not re-asked, or the client had it twice); 5,000: past it.
+  for (const words of [300, 1000])
+    for (const door of DOORS)
+      for (const stream of [false, true])
+        it(`${door}, ${stream ? 'streamed' : 'not streamed'}, ${words * 5} characters: the answer is the content, once`, async () => {
+          const answer = 'word '.repeat(words);
+          script(stack, [{ call: [{ name: 'final_answer', arguments: { answer } }] }]);
+          const got = await clientOf(stack, door)(stream, 'run');
+          expect(got.calls).toEqual([]);
+          expect(got.text).toBe(answer);
+          expect(stack.sim.requests).toHaveLength(1);
+        });
+});
