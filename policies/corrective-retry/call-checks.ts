@@ -6,7 +6,7 @@
 import type { ChatCompletionRequest, JsonObject, ToolCall } from '../../protocol/openai.js';
 import { isPlainObject, tryParseJson } from '../kit/canonical-arguments.js';
 import type { CompileBudget } from '../types.js';
-import type { ClientToolChoice } from '../kit/client-choice.js';
+import { type ClientToolChoice, clientToolChoice } from '../kit/client-choice.js';
 import { type AnswerFormat, WRAP_KEY } from '../kit/answer-format.js';
 import { type ArgumentIssue, validateArguments } from '../kit/validation/validate-arguments.js';
 
@@ -54,7 +54,8 @@ function toolsOf(request: ChatCompletionRequest): Array<{ name: string; paramete
 
 /**
  * The catalogue for a response: declared = the client's tools; offered = what was sent. The
- * final-answer tool is the one named by the caller, or else the one tool sent but not declared.
+ * final-answer tool is the one named by the caller, or else the one tool sent but not declared;
+ * none when the client named a tool.
  */
 export function buildCatalogue(
   sent: ChatCompletionRequest,
@@ -73,6 +74,9 @@ export function buildCatalogue(
       offeredSet.add(name);
     }
   }
+  // The client named a tool: final_answer went only to keep the prompt's bytes (force-tool-use).
+  // A call to it is another tool than the one named ('wrong-tool'), and no feedback offers it.
+  if (clientToolChoice(original).kind === 'named') return { declared, offered };
   const synthetic = finalAnswerName ?? offered.find((n) => !declared.has(n));
   if (synthetic === undefined || !offeredSet.has(synthetic)) return { declared, offered };
   return answer

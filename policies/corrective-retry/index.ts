@@ -17,7 +17,8 @@ import type { ChatCompletion } from '../../protocol/openai.js';
 import type { Policy } from '../types.js';
 import { createHeldCallsStreamHook } from './stream.js';
 import { pushAll } from '../../protocol/append-all.js';
-import { answerChars, correctTurn, withoutLeaks } from './judge.js';
+import { correctTurn, withoutLeaks } from './judge.js';
+import { answerChars } from '../kit/answer-chars.js';
 import {
   CORRECTIVE_RETRY_POLICY,
   type CorrectiveRetryEffect,

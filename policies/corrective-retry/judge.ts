@@ -3,10 +3,10 @@
  * whole response, stream.ts for a stream's assembled turn): the call checks, the client's
  * tool_choice, unparsed leaks, and the retry request when one is due.
  */
-import type { ChatCompletion, ChatCompletionRequest, ToolCall } from '../../protocol/openai.js';
+import type { ChatCompletionRequest, ToolCall } from '../../protocol/openai.js';
 import type { EffectLeak, PolicyContext } from '../types.js';
 import { toolSetOf } from '../kit/tool-set.js';
-import { attemptForcedButProse, attemptLeaks } from '../kit/attempt-facts.js';
+import { attemptFinalAnswer, attemptForcedButProse, attemptLeaks } from '../kit/attempt-facts.js';
 import type { AnswerFormat } from '../kit/answer-format.js';
 import { isPlainObject } from '../kit/canonical-arguments.js';
 import {
@@ -156,8 +156,13 @@ export function correctTurn(
   const effects: CorrectiveRetryEffect[] = [];
   const reasons: RetryReason[] = [];
   // "required" or a named tool answered in prose: the client's choice is part of the judgement.
+  // Not a final answer already delivered (a named turn whose final_answer was past what can be
+  // judged, force-tool-use): it streamed live, and a retry would add a second answer to it.
   const prose =
-    turn.toolCalls.length === 0 && choice.kind !== 'auto' && choice.kind !== 'none'
+    turn.toolCalls.length === 0 &&
+    choice.kind !== 'auto' &&
+    choice.kind !== 'none' &&
+    !attemptFinalAnswer(ctx)
       ? proseFeedback(choice, cat())
       : null;
   if (prose !== null) {
@@ -263,27 +268,4 @@ export function correctTurn(
     detail: { reason, reasons: [...new Set(reasons)], ...(leak ? { leak } : {}) },
   });
   return { effects, retry: { request, reason } };
-}
-
-/**
- * The characters an answer holds for judging: content, reasoning, call names and arguments, over
- * every choice. The stream hook counts the same characters as they pass (held-calls-stream.ts):
- * past maxHeldBytes neither side judges the answer, so both give the same answer.
- */
-export function answerChars(response: ChatCompletion): number {
-  let n = 0;
-  for (const choice of Array.isArray(response.choices) ? response.choices : []) {
-    const m = choice?.message;
-    if (!m) continue;
-    if (typeof m.content === 'string') n += m.content.length;
-    if (typeof m.reasoning_content === 'string') n += m.reasoning_content.length;
-    for (const call of Array.isArray(m.tool_calls) ? m.tool_calls : []) {
-      const name = call?.function?.name;
-      if (typeof name === 'string') n += name.length;
-      const args: unknown = call?.function?.arguments;
-      if (typeof args === 'string') n += args.length;
-      else if (args !== undefined && args !== null) n += JSON.stringify(args).length;
-    }
-  }
-  return n;
 }

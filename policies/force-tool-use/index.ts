@@ -6,7 +6,8 @@
  * final_answer call is turned into an ordinary assistant message, so the client never sees it.
  *
  * Not forced:
- * - tool_choice "none", "required" or a named function: the client's explicit choice;
+ * - tool_choice "none", "required" or a named function: the client's explicit choice (a named
+ *   one keeps final_answer declared for the prompt's bytes, keepsAnswerTool: docs/prefix.md);
  * - `response_format` (other than {type:"text"}): the client asked for a structured content
  *   answer. Guided decoding can enforce one grammar per request: a tool-call grammar and the
  *   response_format schema conflict (llama-server lets json_schema win over tools; vLLM would
@@ -49,6 +50,8 @@ import { type CompileBudget, passThroughHook, type Policy, type PolicyContext } 
 import { isPlainObject } from '../kit/canonical-arguments.js';
 import { toolSetOf } from '../kit/tool-set.js';
 import { compactionTurn } from '../kit/last-turn.js';
+import { clientToolChoice } from '../kit/client-choice.js';
+import { answerChars } from '../kit/answer-chars.js';
 import {
   appendAnswer,
   type DecodedAnswer,
@@ -90,6 +93,12 @@ export interface ForceToolUseMemo {
   answer?: AnswerFormat;
   /** The client's stop strings, held back from the upstream and applied to the answer (client-stop.ts). */
   stop?: readonly string[];
+  /**
+   * The client named a tool and final_answer only kept the prompt's bytes: a final_answer call
+   * (a backend that does not enforce the name) goes on as a call while a corrective retry can
+   * follow (judged 'wrong-tool'), and only after that becomes the content: never a call.
+   */
+  named?: true;
 }
 
 export function isForceToolUseMemo(value: unknown): value is ForceToolUseMemo {
@@ -117,6 +126,25 @@ export function notForcedReason(request: ChatCompletionRequest, answer?: AnswerF
     return 'response-format';
   }
   return null;
+}
+
+/**
+ * Does a turn whose client named a tool keep final_answer declared? Only where the same request
+ * with "auto" would be forced with the plain final_answer (no JSON answer format, no logprobs):
+ * then the tools are byte for byte those of the forced turns before and after it.
+ */
+function keepsAnswerTool(request: ChatCompletionRequest, answer: AnswerFormat | undefined): boolean {
+  if (answer !== undefined || clientToolChoice(request).kind !== 'named') return false;
+  return notForcedReason({ ...request, tool_choice: 'auto' }, answer) === null;
+}
+
+/**
+ * A named turn's answer up to which its final_answer goes on as a call (for corrective-retry to
+ * judge 'wrong-tool'): half of maxHeldBytes. Past maxHeldBytes corrective-retry judges nothing and
+ * would hand the call to the client; the half leaves room for what its count adds besides.
+ */
+export function namedHeldChars(ctx: PolicyContext): number {
+  return Math.floor(ctx.settings.maxHeldBytes / 2);
 }
 
 function callName(call: unknown): string | undefined {
@@ -158,10 +186,10 @@ export function unwrapFinalAnswer(
     const d = decodeSchemaAnswer(f.function?.arguments, answer, budget);
     return { text: d.text, truncated: false, raw: d.raw, invalid: d.invalid, outcome: d.outcome };
   });
-  if (retryable && decodedAll.some((d) => d.invalid)) {
-    // Left as a call for corrective-retry to judge ('final-answer-args'); moved after the real
-    // calls, where the stream hook emits it too.
-    effects.push(FINAL_ANSWER_INVALID_EFFECT);
+  if (retryable && (memo.named === true || decodedAll.some((d) => d.invalid))) {
+    // Left as a call for corrective-retry to judge ('final-answer-args', or 'wrong-tool' when
+    // the client named a tool); moved after the real calls, where the stream hook emits it too.
+    if (memo.named !== true) effects.push(FINAL_ANSWER_INVALID_EFFECT);
     const ordered = [...real, ...finals].map((c, i) =>
       typeof c.index === 'number' ? { ...c, index: i } : c,
     );
@@ -237,6 +265,23 @@ export const forceToolUsePolicy: Policy<ForceToolUseEffect> = {
     // The request's tool facts: declared names, the synthetic tool's name, the answer format.
     const { finalAnswerName, answer } = toolSetOf(ctx, original);
     const skip = notForcedReason(request, answer);
+    if (skip === 'explicit-tool-choice' && keepsAnswerTool(request, answer)) {
+      // The client named a tool on a turn that would be forced otherwise: final_answer stays
+      // declared (same bytes, same place), so the tools, at the top of every chat template's
+      // prompt, are those of the forced turns around it and the backend's prefix cache holds.
+      // The client's choice goes as sent: vLLM enforces it by guided decoding (only the named
+      // tool can come back); where it is not enforced (llama-server reads it as "auto"), a
+      // final_answer call is no answer on this turn (unwrapFinalAnswer, the stream hook).
+      const rewritten = forcedCopy(request);
+      rewritten.tools = [...(request.tools ?? []), finalAnswerTool(finalAnswerName)];
+      const memo: ForceToolUseMemo = {
+        finalAnswerName,
+        forced: false,
+        named: true,
+        toolChoiceSent: request.tool_choice ?? null,
+      };
+      return { action: 'continue', request: rewritten, effects: [], memo };
+    }
     if (skip !== null) {
       // The client's own "required" on an upstream that rejects it (llama-server's "Failed to
       // initialize samplers" on some templates): relayed, every later turn was refused too. It goes
@@ -310,8 +355,16 @@ export const forceToolUsePolicy: Policy<ForceToolUseEffect> = {
       return { action: 'continue', response, effects };
     }
     const effects: ForceToolUseEffect[] = [];
+    // A named turn's final_answer goes on as a call only well within what corrective-retry judges.
+    const judged = memo.named !== true || answerChars(response) <= namedHeldChars(ctx);
     const choices = response.choices.map((c) =>
-      unwrapFinalAnswer(c, memo, effects, finalAnswerRetryable(ctx, c.finish_reason), ctx.compileBudget),
+      unwrapFinalAnswer(
+        c,
+        memo,
+        effects,
+        judged && finalAnswerRetryable(ctx, c.finish_reason),
+        ctx.compileBudget,
+      ),
     );
     return { action: 'continue', response: { ...response, choices }, effects };
   },
@@ -325,6 +378,7 @@ export const forceToolUsePolicy: Policy<ForceToolUseEffect> = {
       finalAnswerName: memo.finalAnswerName,
       forced: memo.forced,
       toolChoiceSent: memo.toolChoiceSent,
+      ...(memo.named ? { named: true, namedHeldChars: namedHeldChars(ctx) } : {}),
       ...(memo.answer ? { answer: memo.answer, budget: ctx.compileBudget } : {}),
       ...(memo.stop ? { stop: memo.stop } : {}),
       // Whether the finish will be "length" is only known at the end: the hook checks that itself.

@@ -48,6 +48,8 @@ interface CallState {
   started: boolean;
   /** Deltas seen before the call's name (rare): replayed once it is known. Made on the first. */
   buffered: ToolCallDelta[] | undefined;
+  /** A final call on a turn the client named a tool: its arguments kept raw, decoded at the finish. */
+  held: boolean;
 }
 
 interface ChoiceState {
@@ -78,6 +80,17 @@ export interface FinalAnswerStreamOptions {
   budget?: CompileBudget;
   /** The client's stop strings, held back from the upstream: the answer ends at the first. */
   stop?: readonly string[];
+  /**
+   * The client named a tool (final_answer only kept the prompt's bytes): a final_answer call is
+   * held whole, never streamed as answer text; at the finish it goes on as a call while a retry
+   * can follow (corrective-retry judges it 'wrong-tool'), else its answer becomes the content.
+   */
+  named?: boolean;
+  /**
+   * With `named`: the characters of the answer (content, reasoning, call names and arguments, as
+   * answerChars counts them) up to which a final_answer still goes on as a call (namedHeldChars).
+   */
+  namedHeldChars?: number;
 }
 
 /** The outcome of one final call: the string decoder's rule, or the schema answer's decision. */
@@ -158,6 +171,8 @@ class FinalAnswerStream implements StreamHook<ForceToolUseEffect> {
   private template: ChatCompletionChunk | undefined;
   /** Set while a chunk is transformed when it carries decoded answer text. */
   private liveAnswer = false;
+  /** With `named`: the answer's characters so far (answerChars' count, every choice). */
+  private counted = 0;
 
   constructor(private readonly opts: FinalAnswerStreamOptions) {}
 
@@ -208,6 +223,7 @@ class FinalAnswerStream implements StreamHook<ForceToolUseEffect> {
         raw: '',
         started: false,
         buffered: undefined,
+        held: false,
       };
       st.calls.set(td.index, call);
     }
@@ -219,6 +235,7 @@ class FinalAnswerStream implements StreamHook<ForceToolUseEffect> {
       }
       if (name === this.opts.finalAnswerName) {
         call.kind = 'final';
+        call.held = this.opts.named === true;
         st.finalSeen = true;
       } else {
         call.kind = 'real';
@@ -259,13 +276,19 @@ class FinalAnswerStream implements StreamHook<ForceToolUseEffect> {
     }
     // The outcome does not depend on the decoder's end-of-input flush (that only releases a
     // held character), so the choice can be made before any text of these calls is flushed.
+    const retry =
+      opts.retriesLeft === true &&
+      !cutOff &&
+      (opts.named !== true || this.counted <= (opts.namedHeldChars ?? Number.POSITIVE_INFINITY));
+    // A held call's arguments, decoded now when its answer is delivered (nothing went out yet).
+    const early = finals.map((c) => (c.held && !retry ? c.decoder.push(c.raw) : ''));
     const outcomes = finals.map(outcomeOf);
-    if (opts.retriesLeft === true && !cutOff && outcomes.some((o) => o.invalid)) {
+    if (retry && (opts.named === true || outcomes.some((o) => o.invalid))) {
       // As the non-streamed unwrap: every final_answer of the choice goes on as a call, after
       // the real calls, for corrective-retry to judge. What was decoded live stays sent.
       st.leftInvalid = true;
       for (const call of finals) {
-        text += answerPiece(st, call, call.decoder.finish());
+        if (!call.held) text += answerPiece(st, call, call.decoder.finish());
         out.push({
           index: st.realCount++,
           id: call.id,
@@ -274,12 +297,12 @@ class FinalAnswerStream implements StreamHook<ForceToolUseEffect> {
         });
       }
       if (st.cut) text += st.cut.end();
-      this.effects.push(FINAL_ANSWER_INVALID_EFFECT);
+      if (opts.named !== true) this.effects.push(FINAL_ANSWER_INVALID_EFFECT);
       return { text, truncated: false };
     }
     finals.forEach((call, i) => {
       const outcome = outcomes[i]!;
-      text += answerPiece(st, call, call.decoder.finish());
+      text += answerPiece(st, call, early[i]! + call.decoder.finish());
       text += answerPiece(st, call, outcome.extra);
       truncated ||= outcome.truncated;
       raw ||= outcome.raw;
@@ -304,6 +327,7 @@ class FinalAnswerStream implements StreamHook<ForceToolUseEffect> {
   private transformChoice(choice: ChunkChoice): ChunkChoice | null {
     const st = this.stateOf(choice.index);
     const delta = choice.delta ?? {};
+    if (this.opts.named === true) this.counted += deltaChars(delta);
     let content = '';
     if (typeof delta.content === 'string' && delta.content !== '')
       content += this.contentPiece(st, delta.content);
@@ -341,7 +365,8 @@ class FinalAnswerStream implements StreamHook<ForceToolUseEffect> {
 
   onLight(light: LightDelta, frame: LightFrame): LightDelta | null | undefined {
     // The hot path: a fragment of a call already named; a final_answer's is decoded into answer text.
-    if (light.kind !== 'args') return undefined;
+    // A named turn counts every character (onChunk): rare, so it takes the full path.
+    if (light.kind !== 'args' || this.opts.named === true) return undefined;
     const st = this.choices.get(frame.choice);
     const call = st?.calls.get(light.call);
     if (!st || st.finalized || call === undefined || call.kind === 'pending') return undefined;
@@ -352,6 +377,7 @@ class FinalAnswerStream implements StreamHook<ForceToolUseEffect> {
         ? light
         : { kind: 'args', call: call.outIndex, fragment: light.fragment };
     call.raw = appendText(call.raw, light.fragment);
+    if (call.held) return null;
     const text = answerPiece(st, call, call.decoder.push(light.fragment));
     return text === '' ? null : { kind: 'answer', text };
   }
@@ -374,6 +400,19 @@ class FinalAnswerStream implements StreamHook<ForceToolUseEffect> {
     }
     return { chunks, effects: [...this.effects] };
   }
+}
+
+/** What answerChars counts of one delta: content, reasoning, call names and argument fragments. */
+function deltaChars(delta: Delta): number {
+  let n = 0;
+  if (typeof delta.content === 'string') n += delta.content.length;
+  if (typeof delta.reasoning_content === 'string') n += delta.reasoning_content.length;
+  for (const td of Array.isArray(delta.tool_calls) ? delta.tool_calls : []) {
+    const f = td?.function;
+    if (typeof f?.name === 'string') n += f.name.length;
+    if (typeof f?.arguments === 'string') n += f.arguments.length;
+  }
+  return n;
 }
 
 /** Text for the client: separators follow what the model wrote; the client's stop ends it. */
@@ -404,6 +443,7 @@ function applyToCall(st: ChoiceState, call: CallState, td: ToolCallDelta, out: T
   if (typeof td.id === 'string' && td.id !== '') call.id = td.id;
   const fragment = typeof td.function?.arguments === 'string' ? td.function.arguments : '';
   call.raw = appendText(call.raw, fragment);
+  if (call.held) return '';
   return answerPiece(st, call, call.decoder.push(fragment));
 }
 

@@ -24,3 +24,11 @@ export function attemptForcedButProse(ctx: PolicyContext): boolean {
   for (const e of ctx.attemptEffects ?? []) if (describe(e)?.type === 'forced-but-prose') return true;
   return false;
 }
+
+/** Whether a final answer reached the client's content in this attempt (a `final-answer` record). */
+export function attemptFinalAnswer(ctx: PolicyContext): boolean {
+  const describe = ctx.describeEffect;
+  if (!describe) return false;
+  for (const e of ctx.attemptEffects ?? []) if (describe(e)?.type === 'final-answer') return true;
+  return false;
+}

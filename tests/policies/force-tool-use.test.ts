@@ -103,7 +103,6 @@ describe('force-tool-use: request', () => {
     const cases: ChatCompletionRequest[] = [
       request({ tools: [weatherTool], tool_choice: 'none' }),
       request({ tools: [weatherTool], tool_choice: 'required' }),
-      request({ tools: [weatherTool], tool_choice: { type: 'function', function: { name: 'get_weather' } } }),
       request(),
       request({ tools: [] }),
       // logprobs would describe the final_answer JSON, not the text the client gets (issue 9).
@@ -117,6 +116,20 @@ describe('force-tool-use: request', () => {
       expect(d.effects).toEqual([]);
       expect((d.memo as ForceToolUseMemo).forced).toBe(false);
     }
+    // A named tool keeps final_answer declared (the prompt's bytes), the client's choice as sent.
+    const named = { type: 'function' as const, function: { name: 'get_weather' } };
+    const forced = onRequest(request({ tools: [weatherTool] })).request;
+    const d = onRequest(request({ tools: [weatherTool], tool_choice: named }));
+    expect(JSON.stringify(d.request.tools)).toBe(JSON.stringify(forced.tools));
+    expect(d.request.tool_choice).toEqual(named);
+    expect(d.effects).toEqual([]);
+    expect(d.memo).toMatchObject({ forced: false, named: true, finalAnswerName: 'final_answer' });
+    // Not where the auto turn goes unforced (logprobs) or with another answer tool (a JSON format).
+    for (const req of [
+      request({ tools: [weatherTool], tool_choice: named, logprobs: true }),
+      request({ tools: [weatherTool], tool_choice: named, response_format: { type: 'json_object' } }),
+    ])
+      expect(onRequest(req).request.tools).toEqual([weatherTool]);
     expect(onRequest(request({ tools: [weatherTool], logprobs: false })).request.tool_choice).toBe(
       'required',
     );
