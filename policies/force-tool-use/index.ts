@@ -139,11 +139,13 @@ function keepsAnswerTool(request: ChatCompletionRequest, answer: AnswerFormat | 
 }
 
 /**
- * A named turn's answer up to which its final_answer goes on as a call (for corrective-retry to
- * judge 'wrong-tool'): half of maxHeldBytes. Past maxHeldBytes corrective-retry judges nothing and
- * would hand the call to the client; the half leaves room for what its count adds besides.
+ * The answer up to which a final_answer goes on as a call for corrective-retry to judge ('wrong-tool'
+ * on a named turn, 'final-answer-args' when its arguments hold no answer): half of maxHeldBytes.
+ * Past maxHeldBytes corrective-retry judges nothing and would hand the synthetic call to the
+ * client; the half leaves room for what its count adds besides. Past it the answer is unwrapped
+ * as it goes (the raw arguments as content when they hold no answer string).
  */
-export function namedHeldChars(ctx: PolicyContext): number {
+export function heldCallChars(ctx: PolicyContext): number {
   return Math.floor(ctx.settings.maxHeldBytes / 2);
 }
 
@@ -355,14 +357,15 @@ export const forceToolUsePolicy: Policy<ForceToolUseEffect> = {
       return { action: 'continue', response, effects };
     }
     const effects: ForceToolUseEffect[] = [];
-    // A named turn's final_answer goes on as a call only well within what corrective-retry judges.
-    const judged = memo.named !== true || answerChars(response) <= namedHeldChars(ctx);
+    // A final_answer goes on as a call only well within what corrective-retry judges.
+    let judged: boolean | undefined;
+    const withinJudged = () => (judged ??= answerChars(response) <= heldCallChars(ctx));
     const choices = response.choices.map((c) =>
       unwrapFinalAnswer(
         c,
         memo,
         effects,
-        judged && finalAnswerRetryable(ctx, c.finish_reason),
+        finalAnswerRetryable(ctx, c.finish_reason) && withinJudged(),
         ctx.compileBudget,
       ),
     );
@@ -378,7 +381,8 @@ export const forceToolUsePolicy: Policy<ForceToolUseEffect> = {
       finalAnswerName: memo.finalAnswerName,
       forced: memo.forced,
       toolChoiceSent: memo.toolChoiceSent,
-      ...(memo.named ? { named: true, namedHeldChars: namedHeldChars(ctx) } : {}),
+      heldCallChars: heldCallChars(ctx),
+      ...(memo.named ? { named: true } : {}),
       ...(memo.answer ? { answer: memo.answer, budget: ctx.compileBudget } : {}),
       ...(memo.stop ? { stop: memo.stop } : {}),
       // Whether the finish will be "length" is only known at the end: the hook checks that itself.

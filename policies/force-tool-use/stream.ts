@@ -87,10 +87,11 @@ export interface FinalAnswerStreamOptions {
    */
   named?: boolean;
   /**
-   * With `named`: the characters of the answer (content, reasoning, call names and arguments, as
-   * answerChars counts them) up to which a final_answer still goes on as a call (namedHeldChars).
+   * The characters of the answer (content, reasoning, call names and arguments, as answerChars
+   * counts them) up to which a final_answer still goes on as a call (heldCallChars): a named
+   * turn's, or one whose arguments hold no answer. Past it the answer is unwrapped as it goes.
    */
-  namedHeldChars?: number;
+  heldCallChars?: number;
 }
 
 /** The outcome of one final call: the string decoder's rule, or the schema answer's decision. */
@@ -171,7 +172,7 @@ class FinalAnswerStream implements StreamHook<ForceToolUseEffect> {
   private template: ChatCompletionChunk | undefined;
   /** Set while a chunk is transformed when it carries decoded answer text. */
   private liveAnswer = false;
-  /** With `named`: the answer's characters so far (answerChars' count, every choice). */
+  /** The answer's characters so far (answerChars' count, every choice), with heldCallChars. */
   private counted = 0;
 
   constructor(private readonly opts: FinalAnswerStreamOptions) {}
@@ -279,7 +280,7 @@ class FinalAnswerStream implements StreamHook<ForceToolUseEffect> {
     const retry =
       opts.retriesLeft === true &&
       !cutOff &&
-      (opts.named !== true || this.counted <= (opts.namedHeldChars ?? Number.POSITIVE_INFINITY));
+      this.counted <= (opts.heldCallChars ?? Number.POSITIVE_INFINITY);
     // A held call's arguments, decoded now when its answer is delivered (nothing went out yet).
     const early = finals.map((c) => (c.held && !retry ? c.decoder.push(c.raw) : ''));
     const outcomes = finals.map(outcomeOf);
@@ -327,7 +328,7 @@ class FinalAnswerStream implements StreamHook<ForceToolUseEffect> {
   private transformChoice(choice: ChunkChoice): ChunkChoice | null {
     const st = this.stateOf(choice.index);
     const delta = choice.delta ?? {};
-    if (this.opts.named === true) this.counted += deltaChars(delta);
+    if (this.opts.heldCallChars !== undefined) this.counted += deltaChars(delta);
     let content = '';
     if (typeof delta.content === 'string' && delta.content !== '')
       content += this.contentPiece(st, delta.content);
@@ -371,6 +372,8 @@ class FinalAnswerStream implements StreamHook<ForceToolUseEffect> {
     const call = st?.calls.get(light.call);
     if (!st || st.finalized || call === undefined || call.kind === 'pending') return undefined;
     this.template = frame.chunk;
+    // What onChunk's deltaChars counts of this fragment (a call's name comes in a full chunk).
+    if (this.opts.heldCallChars !== undefined) this.counted += light.fragment.length;
     // Another call's fragment passes on, renumbered without the final_answer slot.
     if (call.kind === 'real')
       return call.outIndex === light.call
