@@ -21,8 +21,9 @@ import { runAgent } from './agent-process.js';
 import { absentStartupFiles, removeStartupFiles } from './startup-files.js';
 import { agentCacheDirs, findBin, findPackage } from './find-bin.js';
 import { launchersDir, otherLaunchers, register, rmdirQuietly } from './launchers.js';
-import { defaultMaxOutput, type ModelInfo, readModels } from './models.js';
+import { type ModelInfo, readModels } from './models.js';
 import { buildPlan, childEnv, maskKey, renderPlan, shellQuote } from './plan.js';
+import { chooseReserve } from './reserve.js';
 import {
   type AgentApi,
   type AgentRecipe,
@@ -561,7 +562,8 @@ export async function launchCommand(
       say(err.message);
       return 2;
     }
-    const maxOutput = model.maxOutput ?? defaultMaxOutput(model.window);
+    const reserve = chooseReserve(agent, model.window, model.maxOutput);
+    const maxOutput = reserve.tokens;
     // A toolproof found running on its simulator (started with no upstream, and forgotten) was
     // named only by its address: the agent then "worked" on a scripted model, said nowhere.
     const onSimulator =
@@ -571,9 +573,10 @@ export async function launchCommand(
     say(
       `${agent.name} → ${base}${onSimulator}, model ${model.id}, ` +
         (model.window
-          ? `window ${model.window} tokens (${model.windowFrom}), output ${maxOutput}`
+          ? `window ${model.window} tokens (${model.windowFrom}), output ${maxOutput} (${reserve.why})`
           : `window unknown (toolproof reports none): ${runs} keeps its own default; output ${maxOutput}`),
     );
+    if (reserve.tooSmall) say(`warning: ${reserve.tooSmall}`);
 
     dir = mkdtempSync(join(tmpdir(), `toolproof-launch-${agent.id}-`));
     const target: Target = {

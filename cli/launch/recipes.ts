@@ -49,6 +49,11 @@ export interface AgentRecipe {
   sdk?: boolean;
   /** The APIs it can speak; the first is the default. */
   apis: readonly AgentApi[];
+  /**
+   * Its own first request (system prompt and tool definitions) in tokens, as recorded: what the
+   * window holds before any file (reserve.ts). Absent where none is recorded.
+   */
+  promptTokens?: number;
   /** Environment set for the agent (over the user's own). */
   env?(t: Target): Record<string, string>;
   /** The user's variables that would send it elsewhere, removed. */
@@ -417,6 +422,8 @@ export const RECIPES: readonly CliRecipe[] = [
     name: 'Claude Code',
     bin: 'claude',
     pkg: '@anthropic-ai/claude-code',
+    // Its first request, tests/fixtures/agents/claude/01-*: 48.7 KB of JSON at 4 characters a token.
+    promptTokens: 12_200,
     apis: ['messages'],
     headless: (args) =>
       hasFlag(args, ['-p', '--print']) &&
@@ -447,6 +454,8 @@ export const RECIPES: readonly CliRecipe[] = [
     name: 'Codex',
     bin: 'codex',
     pkg: '@openai/codex',
+    // Its first request, tests/fixtures/agents/codex/01-*: 40.3 KB of JSON at 4 characters a token.
+    promptTokens: 10_100,
     apis: ['responses'],
     headless: (args) =>
       args[0] === 'exec' &&
@@ -477,6 +486,8 @@ export const RECIPES: readonly CliRecipe[] = [
     name: 'opencode',
     bin: 'opencode',
     pkg: 'opencode-ai',
+    // Its first request, tests/fixtures/agents/opencode/02-* (01 is its title request): 29.5 KB at 4 characters a token.
+    promptTokens: 7_400,
     apis: ['chat'],
     env: (t) => ({ OPENCODE_CONFIG_CONTENT: JSON.stringify(opencodeConfig(t)) }),
     quiet: {
@@ -495,6 +506,8 @@ export const RECIPES: readonly CliRecipe[] = [
     name: 'Qwen Code',
     bin: 'qwen',
     pkg: '@qwen-code/qwen-code',
+    // Its first request, tests/fixtures/agents/qwen/01-*: 75.9 KB of JSON at 4 characters a token.
+    promptTokens: 19_000,
     apis: ['chat'],
     headless: (args) =>
       hasFlag(args, ['-p', '--prompt']) && !hasFlag(args, ['-y', '--yolo', '--approval-mode'])
@@ -539,6 +552,8 @@ export const RECIPES: readonly CliRecipe[] = [
     name: 'pi',
     bin: 'pi',
     pkg: '@mariozechner/pi-coding-agent',
+    // Its first request, tests/fixtures/agents/pi/01-*: 5.7 KB of JSON at 4 characters a token.
+    promptTokens: 1_400,
     apis: ['chat', 'responses', 'messages'],
     env: (t) => ({ TOOLPROOF_API_KEY: t.key }),
     // A provider registered by a one-run extension: ~/.pi/agent (sessions, settings) stays as it is.
@@ -561,6 +576,8 @@ export const RECIPES: readonly CliRecipe[] = [
     name: 'Kilo CLI',
     bin: 'kilo',
     pkg: '@kilocode/cli',
+    // Its first request as llama-server counted it (the 16k row of tests/agents/session-files.test.ts).
+    promptTokens: 12_600,
     apis: ['chat'],
     env: (t) => ({ KILO_CONFIG_CONTENT: JSON.stringify(opencodeConfig(t)) }),
     quiet: {
@@ -581,6 +598,8 @@ export const RECIPES: readonly CliRecipe[] = [
     name: 'Cline CLI',
     bin: 'cline',
     pkg: 'cline',
+    // Its first request, tests/fixtures/agents/cline/01-*: 21.8 KB of JSON at 4 characters a token.
+    promptTokens: 5_500,
     apis: ['chat'],
     env: (t) => ({
       // Its provider settings file, moved to the run's folder: its sessions and settings stay where they are.

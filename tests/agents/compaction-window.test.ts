@@ -166,10 +166,18 @@ describeAgents('Kilo 7.7.7: compaction over a 16k window through toolproof', () 
     const refused = statuses.lastIndexOf(400);
     expect(statuses.slice(refused + 1).length, why).toBeGreaterThanOrEqual(4);
     for (const s of statuses.slice(refused + 1)) expect(s, why).toBe(200);
+    // Its compaction of the refused note, in chunks that each fit.
     expect(
-      r.upstream.some((u) => u.rawBody.includes('Do not mention the summary process')),
+      r.upstream.some((u) => u.rawBody.includes('Do not mention chunking or compaction')),
       why,
     ).toBe(true);
+    // Then the task's turns, none compacted again: with the launcher's reserve of a quarter of
+    // the window (4,096) its own prompt and the summary passed its threshold (the window less that
+    // reserve), and it compacted again before each step, twice (cli/launch/reserve.ts).
+    expect(
+      r.upstream.filter((u) => u.rawBody.includes('Do not mention the summary process')).length,
+      why,
+    ).toBe(0);
     expect(r.disk, why).toEqual([]);
     expect(r.run.stdout, why).toMatch(/\bdone\s*$/);
   });

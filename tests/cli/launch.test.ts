@@ -170,6 +170,29 @@ describe('the window from each backend kind reaches each agent', () => {
     expect(r.err).toMatch(/window 4096 tokens \((context_window|meta\.n_ctx)\)/);
   });
 
+  it("a small window: the output reserve leaves room beside the agent's own prompt, and says why; too small is said", async () => {
+    // Kilo's ~12.6k-token prompt in 16k: a quarter (4,096) filled the window with it, and Kilo
+    // compacted before every turn that carried a file (cli/launch/reserve.ts).
+    const url = await toolproofOver(
+      await sim({ personality: 'llama-server', modelName: 'gguf', nCtx: 16_384 }),
+    );
+    const r = await printed('kilo', url);
+    expect(r.code, r.err).toBe(0);
+    expect(r.out).toContain('"limit":{"context":16384,"output":1892}');
+    expect(r.err).toContain(
+      "output 1892 (half of what Kilo CLI's own prompt (~12.6k tokens) leaves of the window",
+    );
+    expect(r.err).not.toContain('warning:');
+    const small = await printed(
+      'kilo',
+      await toolproofOver(await sim({ personality: 'llama-server', nCtx: 8192 })),
+    );
+    expect(small.code, small.err).toBe(0);
+    expect(small.err).toContain(
+      "warning: Kilo CLI's own prompt (~12.6k tokens) is over this 8192-token window",
+    );
+  });
+
   it('a model name from the YAML takes the window of the upstream model it maps onto', async () => {
     const s = await sim({ personality: 'vllm', modelName: 'coder', maxModelLen: 65536, checkModel: true });
     const url = await toolproofOver(s, { models: { mine: { upstream: s.url, upstreamModel: 'coder' } } });
