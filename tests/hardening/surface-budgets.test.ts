@@ -72,7 +72,10 @@ describe('the x1 vs x4 measure', () => {
       for (let i = 0; i < n; i++) a = a.concat(i);
       return a.length;
     };
-    const copy = measureScaling((n) => n, copies, { from: 64, max: 1024 });
+    // Up to 4096: capped at 1024 its base read ~5 ms, under the 8 ms target, and one official
+    // CI run read 4.9 vs 48.4 ms (x9.9 of the x16 it is: a slow base run), within 10x + 5 ms.
+    // The base now grows to where it reads the target (2048, ~10-20 ms a run).
+    const copy = measureScaling((n) => n, copies, { from: 64, max: 4096 });
     expect(withinBudget(copy, 5).time, JSON.stringify(copy)).toBe(false);
   }, 120_000);
   it('does not bill the 4x runs a GC that collects what the input never made', () => {
