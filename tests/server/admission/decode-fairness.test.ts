@@ -22,6 +22,15 @@ const KEYS = {
   short: 'sk-short-answers-fair-001',
   warm: 'sk-warm-answers-fair-0001',
 };
+/** toolproof on the simulator with one admission slot and the named keys of KEYS, forcing off. */
+const oneSlot = (names: (keyof typeof KEYS)[]) =>
+  startStack({
+    file: {
+      defaults: { forceToolUse: false },
+      admission: { concurrency: 1, queueTimeoutMs: 30_000 },
+      keys: names.map((name) => ({ name, key: KEYS[name] })),
+    },
+  });
 /** An 800-word answer: 800 streamed chunks, usage ~1,000 completion tokens. */
 const LONG_ANSWER = 'word '.repeat(800).trim();
 
@@ -85,16 +94,7 @@ async function longAnswerThenQueue(l0: {
   say?: string;
   promptLogprobs?: number;
 }) {
-  stack = await startStack({
-    file: {
-      defaults: { forceToolUse: false },
-      admission: { concurrency: 1, queueTimeoutMs: 30_000 },
-      keys: [
-        { name: 'long', key: KEYS.long },
-        { name: 'short', key: KEYS.short },
-      ],
-    },
-  });
+  stack = await oneSlot(['long', 'short']);
   const s = stack;
   const queued = () => s.app.toolproof.upstreams.all()[0]!.admissionLoad()[0]!.queued;
   const holder = new AbortController();
@@ -139,17 +139,7 @@ describe('fair shares charge the tokens a request generates, not only its prompt
   it('a whole answer its client leaves before its end: charged the time it held the slot', async () => {
     // A non-streamed answer's body (its usage) comes at its end: a key leaving each one just
     // before it held the slot for it all and was charged its prompt alone.
-    stack = await startStack({
-      file: {
-        defaults: { forceToolUse: false },
-        admission: { concurrency: 1, queueTimeoutMs: 30_000 },
-        keys: [
-          { name: 'long', key: KEYS.long },
-          { name: 'short', key: KEYS.short },
-          { name: 'warm', key: KEYS.warm },
-        ],
-      },
-    });
+    stack = await oneSlot(['long', 'short', 'warm']);
     const s = stack;
     const queued = () => s.app.toolproof.upstreams.all()[0]!.admissionLoad()[0]!.queued;
     // The upstream's pace, learnt from an answer read whole (another key's: no share moved).
